@@ -1,0 +1,46 @@
+// moengine: command-line entry point. The only place that picks concrete backends.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: moengine <command> [flags]\n"
+    "commands:\n"
+    "  make-tiny      --arch glm_moe_dsa|deepseek_v3|deepseek_v32 --out DIR [--seed N]\n"
+    "  inspect        --model-path DIR\n"
+    "  generate       --model-path DIR --prompt-ids 1,2,3 [--max-new-tokens N] [--temperature T]\n"
+    "                 [--top-p P] [--top-k K] [--seed S] [--ignore-eos] [--device cpu]\n"
+    "                 [--threads N] [--output-format text|json]\n"
+    "  tokenize       --model-path DIR [--text T]   (else JSON lines {\"text\": ...} on stdin)\n"
+    "  chat-template  --model-path DIR              (JSON {\"messages\": [...]} on stdin)\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  try {
+    if (cmd == "make-tiny") return moe::apps::cmd_make_tiny(argc, argv, 2);
+    if (cmd == "inspect") return moe::apps::cmd_inspect(argc, argv, 2);
+    if (cmd == "generate") return moe::apps::cmd_generate(argc, argv, 2);
+    if (cmd == "tokenize") return moe::apps::cmd_tokenize(argc, argv, 2);
+    if (cmd == "chat-template") return moe::apps::cmd_chat_template(argc, argv, 2);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "moengine %s: out of host memory\n", cmd.c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "moengine %s: internal error: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "moengine: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+  return 2;
+}

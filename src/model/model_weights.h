@@ -1,0 +1,65 @@
+// ModelWeights: typed views of every tensor the forward reads, bound by name from a validated
+// checkpoint. Views point into the mmapped files; `holders` keeps them mapped.
+#pragma once
+
+#include <vector>
+
+#include "core/status.h"
+#include "io/checkpoint.h"
+#include "model/model_config.h"
+#include "ops/ops.h"
+#include "tensor/tensor.h"
+
+namespace moe::model {
+
+struct IndexerWeights {
+  ConstTensorView wq_b;          // [Hi * Di, q_lora]
+  ConstTensorView wk;            // [Di, D]
+  ConstTensorView k_norm_weight; // [Di]
+  ConstTensorView k_norm_bias;   // [Di]
+  ConstTensorView weights_proj;  // [Hi, D]
+};
+
+struct AttentionWeights {
+  ConstTensorView q_a_proj;   // [q_lora, D]
+  ConstTensorView q_a_norm;   // [q_lora]
+  ConstTensorView q_b_proj;   // [H * (Dn + R), q_lora]
+  ConstTensorView kv_a_proj;  // [L + R, D]
+  ConstTensorView kv_a_norm;  // [L]
+  ConstTensorView kv_b_proj;  // [H * (Dn + Dv), L]
+  ConstTensorView o_proj;     // [D, H * Dv]
+  bool has_indexer = false;
+  IndexerWeights indexer;
+};
+
+struct MlpWeights {
+  ConstTensorView gate;  // [I, D]
+  ConstTensorView up;    // [I, D]
+  ConstTensorView down;  // [D, I]
+};
+
+struct LayerWeights {
+  ConstTensorView attn_norm;  // [D] input_layernorm
+  ConstTensorView ffn_norm;   // [D] post_attention_layernorm
+  AttentionWeights attn;
+  bool is_moe = false;
+  MlpWeights dense;                         // dense layers
+  ConstTensorView router;                   // [E, D] mlp.gate.weight
+  ConstTensorView router_bias;              // [E] e_score_correction_bias
+  std::vector<ops::ExpertWeights> experts;  // E entries
+  bool has_shared = false;
+  MlpWeights shared;  // [I * n_shared, D] ...
+};
+
+struct ModelWeights {
+  ConstTensorView embed;       // [V, D]
+  ConstTensorView final_norm;  // [D]
+  ConstTensorView lm_head;     // [V, D]
+  std::vector<LayerWeights> layers;
+  std::vector<Tensor> holders;  // keep the mapped files alive
+};
+
+// Validates the checkpoint against the manifest (all problems in one error), then binds.
+Result<ModelWeights> bind_weights(const ModelConfig& cfg, const io::Checkpoint& ckpt);
+
+}  // namespace moe::model

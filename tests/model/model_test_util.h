@@ -1,0 +1,94 @@
+// Helpers for model tests: temp directories, tiny models, running prompts, comparing logits.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/reference/reference_ops.h"
+#include "model/loader.h"
+#include "model/tiny_model.h"
+
+namespace moe::testing {
+
+inline std::filesystem::path temp_dir(const std::string& name) {
+  auto base = std::filesystem::temp_directory_path() /
+              ("moe_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base);
+  return base;
+}
+
+// Max |a - b| / max |b|: the relative error the golden tests use.
+inline double max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    err = std::max(err, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return err / std::max(scale, 1e-30);
+}
+
+// A model plus the machinery to run it on the reference backend.
+struct Harness {
+  model::LoadedModel loaded;
+  ThreadPool pool{2};
+  reference::ReferenceOps ops{pool};
+  HostArena ws;
+
+  static std::unique_ptr<Harness> load(const std::filesystem::path& dir) {
+    auto r = model::load_model(dir);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    if (!r.ok()) return nullptr;
+    auto h = std::make_unique<Harness>();
+    h->loaded = std::move(r).value();
+    return h;
+  }
+  model::Model& model() { return *loaded.model; }
+  const model::ModelConfig& cfg() { return loaded.model->config(); }
+
+  // Runs one step over several sequences; returns logits [S][V].
+  std::vector<std::vector<float>> step(model::KvCache& cache,
+                                       std::vector<model::KvCache::Sequence*> seqs,
+                                       const std::vector<std::vector<int32_t>>& tokens,
+                                       model::MlaFormPolicy policy = model::MlaFormPolicy::kAuto) {
+    const int64_t S = static_cast<int64_t>(seqs.size()), V = cfg().vocab_size;
+    std::vector<model::SequenceInput> in;
+    for (int64_t s = 0; s < S; ++s) in.push_back({tokens[s], seqs[s]});
+    Tensor logits = Tensor::empty({S, V}, DType::kF32);
+    std::fill_n(logits.data<float>(), S * V, std::nanf(""));  // poison
+    Status st = model().forward(ops, ws, cache, in, logits.view(), policy);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    std::vector<std::vector<float>> out(S);
+    for (int64_t s = 0; s < S; ++s)
+      out[s].assign(logits.data<float>() + s * V, logits.data<float>() + (s + 1) * V);
+    return out;
+  }
+
+  // Logits at the last position of `ids`, computed from scratch in one prefill.
+  std::vector<float> prefill_logits(const std::vector<int32_t>& ids,
+                                    model::MlaFormPolicy policy = model::MlaFormPolicy::kAuto) {
+    model::KvCache cache(cfg(), (static_cast<int64_t>(ids.size()) + 15) / 16, 16);
+    model::KvCache::Sequence seq;
+    return step(cache, {&seq}, {ids}, policy)[0];
+  }
+};
+
+inline int argmax(const std::vector<float>& v) {
+  return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+inline std::vector<int32_t> random_ids(int n, int vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> ids(n);
+  for (auto& id : ids) id = static_cast<int32_t>(rng() % vocab);
+  return ids;
+}
+
+}  // namespace moe::testing
