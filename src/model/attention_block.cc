@@ -30,7 +30,7 @@ void Model::attention(ops::Ops& ops, Workspace& ws, KvCache& cache, int layer, T
   ops.linear(kv, x, aw.kv_a_proj);
   TensorView c_kv = kv.slice(1, 0, L);  // [T, L]
   ops.rms_norm(c_kv, c_kv, aw.kv_a_norm, lora_eps);
-  ops.rope(kv.slice(1, L, L + R).reshape({T, 1, R}), b.positions, rope);  // [T, 1, R]
+  ops.rope(kv.slice(1, L, L + R).unsqueeze(1), b.positions, rope);  // [T, 1, R]
   ops.cache_write(cache.latent(layer), kv, b);
   ops.trace(kv, "latent", layer);
 

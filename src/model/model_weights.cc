@@ -12,7 +12,7 @@ class Binder {
   explicit Binder(const io::Checkpoint& ckpt, ModelWeights& w) : ckpt_(ckpt), w_(w) {}
   ConstTensorView get(const std::string& name) {
     Tensor t = ckpt_.tensor(name);  // validated beforehand: exists
-    ConstTensorView v = t.view();
+    ConstTensorView v = t.cview();
     w_.holders.push_back(std::move(t));
     return v;
   }

@@ -2,6 +2,7 @@
 // owner such as an mmap alive). Strides are in elements. Views never allocate.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -77,6 +78,26 @@ class BasicTensorView {
     v.device_ = device_;
     v.shape_ = Shape::from_range(shape_.begin() + 1, shape_.end());
     v.strides_ = Shape::from_range(strides_.begin() + 1, strides_.end());
+    return v;
+  }
+  // Inserts a dimension of size 1 before dimension d (0..rank); works on strided views.
+  BasicTensorView unsqueeze(int d) const {
+    MOE_CHECK(d >= 0 && d <= rank() && rank() < Shape::kMaxRank) << "unsqueeze " << d;
+    BasicTensorView v = *this;
+    std::array<int64_t, Shape::kMaxRank> dims{}, strides{};
+    int n = 0;
+    for (int i = 0; i <= rank(); ++i) {
+      if (i == d) {
+        dims[n] = 1;
+        strides[n++] = i < rank() ? shape_[i] * strides_[i] : 1;
+      }
+      if (i < rank()) {
+        dims[n] = shape_[i];
+        strides[n++] = strides_[i];
+      }
+    }
+    v.shape_ = Shape::from_range(dims.begin(), dims.begin() + n);
+    v.strides_ = Shape::from_range(strides.begin(), strides.begin() + n);
     return v;
   }
   // Same memory, new shape; requires a contiguous view with the same element count.
