@@ -4,6 +4,9 @@
 #include <string>
 
 #include "backends/reference/reference_ops.h"
+#ifdef MOE_HAVE_CUDA
+#include "backends/cuda/device_info.h"
+#endif
 #include "cli_args.h"
 #include "commands.h"
 #include "model/loader.h"
@@ -39,9 +42,18 @@ int cmd_generate(int argc, char** argv, int first) {
   const std::string format = args->optional("--output-format").value_or("text");
   if (format != "text" && format != "json")
     return fail(cmd, invalid_argument("--output-format must be text or json, got '" + format + "'"));
-  if (device == "cuda")
-    return fail(cmd, unimplemented("--device cuda: the CUDA backend is not in this build yet; "
-                                   "use --device cpu"));
+  if (device == "cuda") {
+#ifdef MOE_HAVE_CUDA
+    auto dev = cuda::query_device(0);
+    if (!dev.ok()) return fail(cmd, dev.status().with_context("--device cuda"));
+    return fail(cmd, unimplemented("--device cuda: found " + cuda::describe(*dev) +
+                                   ", but the CUDA model backend is not implemented yet; use "
+                                   "--device cpu"));
+#else
+    return fail(cmd, unimplemented("--device cuda: this build has no CUDA (configure with nvcc "
+                                   "available and -DMOE_CUDA=ON); use --device cpu"));
+#endif
+  }
   if (device != "cpu")
     return fail(cmd, invalid_argument("--device must be cpu or cuda, got '" + device + "'"));
 
