@@ -57,7 +57,9 @@ int cmd_generate(int argc, char** argv, int first) {
   if (device != "cpu")
     return fail(cmd, invalid_argument("--device must be cpu or cuda, got '" + device + "'"));
 
-  auto loaded = model::load_model(*path);
+  ThreadPool pool(static_cast<int>(*threads));
+  reference::ReferenceOps ops(pool);
+  auto loaded = model::load_model(*path, ops);
   if (!loaded.ok()) return fail(cmd, loaded.status());
   model::Model& m = *loaded->model;
   const model::ModelConfig& cfg = m.config();
@@ -81,9 +83,7 @@ int cmd_generate(int argc, char** argv, int first) {
     return fail(cmd, resource_exhausted("the KV cache for " + std::to_string(total) +
                                         " tokens needs " + std::to_string(kv_bytes >> 20) +
                                         " MiB on the CPU backend; lower --max-new-tokens"));
-  model::KvCache cache(cfg, (total + page - 1) / page, page);
-  ThreadPool pool(static_cast<int>(*threads));
-  reference::ReferenceOps ops(pool);
+  model::KvCache cache(cfg, (total + page - 1) / page, page, ops);
   HostArena ws;
 
   runtime::GenerateOptions opt;

@@ -4,14 +4,14 @@
 
 namespace moe::model {
 
-KvCache::KvCache(const ModelConfig& cfg, int64_t num_pages, int64_t page_size)
+KvCache::KvCache(const ModelConfig& cfg, int64_t num_pages, int64_t page_size, ops::Ops& ops)
     : num_pages_(num_pages), page_size_(page_size) {
   MOE_CHECK(num_pages > 0 && page_size > 0);
   const int64_t lat = cfg.kv_lora_rank + cfg.qk_rope_head_dim;
   for (int l = 0; l < cfg.num_hidden_layers; ++l) {
-    latent_.push_back(Tensor::zeros({num_pages, page_size, lat}, DType::kF32));
+    latent_.push_back(ops.allocate({num_pages, page_size, lat}, DType::kF32, true));
     if (cfg.has_indexer)
-      index_keys_.push_back(Tensor::zeros({num_pages, page_size, cfg.index_head_dim}, DType::kF32));
+      index_keys_.push_back(ops.allocate({num_pages, page_size, cfg.index_head_dim}, DType::kF32, true));
   }
   free_.reserve(num_pages);
   for (int64_t p = num_pages - 1; p >= 0; --p) free_.push_back(static_cast<int32_t>(p));

@@ -20,8 +20,8 @@ class KvCache {
     int64_t length = 0;          // tokens whose keys are in the cache
   };
 
-  // Allocates num_pages pages of page_size tokens for every layer.
-  KvCache(const ModelConfig& cfg, int64_t num_pages, int64_t page_size);
+  // Allocates num_pages pages of page_size tokens for every layer in `ops`' memory.
+  KvCache(const ModelConfig& cfg, int64_t num_pages, int64_t page_size, ops::Ops& ops);
 
   int64_t page_size() const { return page_size_; }
   int64_t free_pages() const { return static_cast<int64_t>(free_.size()); }

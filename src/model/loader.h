@@ -15,6 +15,7 @@ struct LoadedModel {
   io::Checkpoint checkpoint;
 };
 
-Result<LoadedModel> load_model(const std::filesystem::path& dir);
+// Weights are placed in `ops`' memory (ops.upload).
+Result<LoadedModel> load_model(const std::filesystem::path& dir, ops::Ops& ops);
 
 }  // namespace moe::model

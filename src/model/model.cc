@@ -2,6 +2,7 @@
 // norm and lm_head on each sequence's last token.
 #include "model/model.h"
 
+#include <algorithm>
 #include <string>
 
 namespace moe::model {
@@ -55,27 +56,37 @@ Status Model::forward(ops::Ops& ops, Workspace& ws, KvCache& cache, std::span<Se
   }
 
   ws.reset();
-  // Batch layout.
-  TensorView ids = ws.alloc({T}, DType::kI32);
-  TensorView token_seq = ws.alloc({T}, DType::kI32);
-  TensorView positions = ws.alloc({T}, DType::kI32);
-  TensorView seq_lens = ws.alloc({S}, DType::kI32);
-  TensorView page_table = ws.alloc({S, max_pages}, DType::kI32);
-  std::vector<int64_t> last_token(S);
+  // Batch layout: built in host staging buffers (kept across steps), then copied to the backend.
+  HostLayout& hl = host_layout_;
+  hl.ids.resize(T);
+  hl.token_seq.resize(T);
+  hl.positions.resize(T);
+  hl.seq_lens.resize(S);
+  hl.page_table.assign(S * max_pages, -1);
+  std::vector<int64_t>& last_token = hl.last_token;
+  last_token.resize(S);
   int64_t t = 0;
   for (int64_t s = 0; s < S; ++s) {
     const SequenceInput& in = seqs[s];
     for (size_t i = 0; i < in.tokens.size(); ++i, ++t) {
-      ids.data<int32_t>()[t] = in.tokens[i];
-      token_seq.data<int32_t>()[t] = static_cast<int32_t>(s);
-      positions.data<int32_t>()[t] = static_cast<int32_t>(in.kv->length + i);
+      hl.ids[t] = in.tokens[i];
+      hl.token_seq[t] = static_cast<int32_t>(s);
+      hl.positions[t] = static_cast<int32_t>(in.kv->length + i);
     }
     last_token[s] = t - 1;
-    seq_lens.data<int32_t>()[s] = static_cast<int32_t>(in.kv->length + in.tokens.size());
-    for (int64_t p = 0; p < max_pages; ++p)
-      page_table.data<int32_t>()[s * max_pages + p] =
-          p < static_cast<int64_t>(in.kv->pages.size()) ? in.kv->pages[p] : -1;
+    hl.seq_lens[s] = static_cast<int32_t>(in.kv->length + in.tokens.size());
+    std::copy(in.kv->pages.begin(), in.kv->pages.end(), hl.page_table.begin() + s * max_pages);
   }
+  TensorView ids = ws.alloc({T}, DType::kI32);                   // [T]
+  TensorView token_seq = ws.alloc({T}, DType::kI32);             // [T]
+  TensorView positions = ws.alloc({T}, DType::kI32);             // [T]
+  TensorView seq_lens = ws.alloc({S}, DType::kI32);              // [S]
+  TensorView page_table = ws.alloc({S, max_pages}, DType::kI32);  // [S, max_pages]
+  ops.copy_from_host(ids, hl.ids.data());
+  ops.copy_from_host(token_seq, hl.token_seq.data());
+  ops.copy_from_host(positions, hl.positions.data());
+  ops.copy_from_host(seq_lens, hl.seq_lens.data());
+  ops.copy_from_host(page_table, hl.page_table.data());
   ops::BatchLayout b;
   b.num_tokens = T;
   b.num_seqs = S;

@@ -44,8 +44,15 @@ class Model {
                  ConstTensorView x, const ops::BatchLayout& b, ops::MlaForm form);
   void ffn(ops::Ops& ops, Workspace& ws, int layer, TensorView out, ConstTensorView x);
 
+  // Host staging of the batch layout, reused across steps.
+  struct HostLayout {
+    std::vector<int32_t> ids, token_seq, positions, seq_lens, page_table;
+    std::vector<int64_t> last_token;
+  };
+
   ModelConfig cfg_;
   ModelWeights w_;
+  HostLayout host_layout_;
   RopeTable rope_;          // MLA rope (qk_rope_head_dim)
   RopeTable indexer_rope_;  // indexer rope (same dims, same settings)
 };

@@ -9,9 +9,10 @@ namespace {
 
 class Binder {
  public:
-  explicit Binder(const io::Checkpoint& ckpt, ModelWeights& w) : ckpt_(ckpt), w_(w) {}
+  Binder(const io::Checkpoint& ckpt, ops::Ops& ops, ModelWeights& w)
+      : ckpt_(ckpt), ops_(ops), w_(w) {}
   ConstTensorView get(const std::string& name) {
-    Tensor t = ckpt_.tensor(name);  // validated beforehand: exists
+    Tensor t = ops_.upload(ckpt_.tensor(name));  // validated beforehand: exists
     ConstTensorView v = t.cview();
     w_.holders.push_back(std::move(t));
     return v;
@@ -19,6 +20,7 @@ class Binder {
 
  private:
   const io::Checkpoint& ckpt_;
+  ops::Ops& ops_;
   ModelWeights& w_;
 };
 
@@ -29,11 +31,12 @@ MlpWeights bind_mlp(Binder& b, const std::string& prefix) {
 
 }  // namespace
 
-Result<ModelWeights> bind_weights(const ModelConfig& cfg, const io::Checkpoint& ckpt) {
+Result<ModelWeights> bind_weights(const ModelConfig& cfg, const io::Checkpoint& ckpt,
+                                  ops::Ops& ops) {
   MOE_RETURN_IF_ERROR(validate_checkpoint(cfg, ckpt));
   ModelWeights w;
   w.holders.reserve(64);
-  Binder b(ckpt, w);
+  Binder b(ckpt, ops, w);
   w.embed = b.get("model.embed_tokens.weight");
   w.final_norm = b.get("model.norm.weight");
   w.lm_head = b.get("lm_head.weight");

@@ -59,7 +59,9 @@ struct ModelWeights {
   std::vector<Tensor> holders;  // keep the mapped files alive
 };
 
-// Validates the checkpoint against the manifest (all problems in one error), then binds.
-Result<ModelWeights> bind_weights(const ModelConfig& cfg, const io::Checkpoint& ckpt);
+// Validates the checkpoint against the manifest (all problems in one error), then binds each
+// tensor as `ops.upload` places it (the reference backend reads the mmapped file directly).
+Result<ModelWeights> bind_weights(const ModelConfig& cfg, const io::Checkpoint& ckpt,
+                                  ops::Ops& ops);
 
 }  // namespace moe::model

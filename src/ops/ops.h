@@ -95,6 +95,18 @@ class Ops {
   virtual ~Ops() = default;
   virtual std::string_view name() const = 0;
 
+  // ---- Memory: at start-up and between steps, never inside a forward. ----
+  // A tensor in this backend's memory (host for reference, device for cuda); zeroed if asked.
+  virtual Tensor allocate(Shape shape, DType dtype, bool zero) = 0;
+  // A tensor in this backend's memory with the contents of `host` (may share it).
+  virtual Tensor upload(const Tensor& host) = 0;
+  // Copies dst.nbytes() bytes from host memory into a contiguous tensor of this backend,
+  // ordered before the ops that follow (asynchronous on cuda; `src` must stay valid until the
+  // next synchronising call).
+  virtual void copy_from_host(TensorView dst, const void* src) = 0;
+  // Copies a contiguous tensor of this backend to host memory; waits for pending ops.
+  virtual void copy_to_host(void* dst, ConstTensorView src) = 0;
+
   // y[t, :] = table[ids[t], :]. ids: [T] i32 (MOE_CHECKed in range), table: [V, D], y: [T, D].
   virtual void embed(TensorView y, ConstTensorView ids, ConstTensorView table) = 0;
 

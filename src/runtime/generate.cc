@@ -15,8 +15,8 @@ Result<GenerateResult> generate(model::Model& model, ops::Ops& ops, Workspace& w
                                 const GenerateOptions& opt) {
   if (prompt.empty()) return invalid_argument("the prompt is empty: give at least one token id");
   const int64_t V = model.config().vocab_size;
-  Tensor logits = Tensor::empty({1, V}, DType::kF32);
-  Tensor next = Tensor::empty({1}, DType::kI32);
+  Tensor logits = ops.allocate({1, V}, DType::kF32, false);
+  Tensor next = ops.allocate({1}, DType::kI32, false);
   model::KvCache::Sequence seq;
   GenerateResult r;
   r.prefill_tokens = static_cast<int64_t>(prompt.size());
@@ -38,7 +38,8 @@ Result<GenerateResult> generate(model::Model& model, ops::Ops& ops, Workspace& w
     uint64_t step = static_cast<uint64_t>(i);
     ops.sample(next.view(), logits.view(), std::span<const ops::SamplingParams>(&opt.sampling, 1),
                std::span<const uint64_t>(&step, 1));
-    int32_t id = next.data<int32_t>()[0];
+    int32_t id = 0;
+    ops.copy_to_host(&id, next.cview());
     r.generated.push_back(id);
     if (!opt.ignore_eos && std::count(opt.eos_token_ids.begin(), opt.eos_token_ids.end(), id)) {
       r.stopped_at_eos = true;

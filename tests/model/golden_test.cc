@@ -71,7 +71,7 @@ TEST_P(GoldenTest, GreedyTokensMatchTransformers) {
   Golden g = read_golden(dir);
   auto h = Harness::load(dir);
   ASSERT_TRUE(h);
-  model::KvCache cache(h->cfg(), 4, 16);
+  model::KvCache cache = h->make_cache(4, 16);
   runtime::GenerateOptions opt;
   opt.max_new_tokens = static_cast<int64_t>(g.greedy.size());
   opt.ignore_eos = true;

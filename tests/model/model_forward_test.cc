@@ -26,7 +26,7 @@ class ModelForwardTest : public ::testing::TestWithParam<std::string> {
 // indexer selects a strict subset.
 TEST_P(ModelForwardTest, IncrementalDecodeEqualsFullRecomputation) {
   std::vector<int32_t> ids = random_ids(20, static_cast<int>(h_->cfg().vocab_size), 1);
-  model::KvCache cache(h_->cfg(), 4, 16);
+  model::KvCache cache = h_->make_cache(4, 16);
   model::KvCache::Sequence seq;
   std::vector<float> logits = h_->step(cache, {&seq}, {ids})[0];
   for (int i = 0; i < 12; ++i) {
@@ -55,7 +55,7 @@ TEST_P(ModelForwardTest, BatchOfThreeMatchesOneByOne) {
   const int vocab = static_cast<int>(h_->cfg().vocab_size);
   std::vector<std::vector<int32_t>> prompts = {random_ids(5, vocab, 11), random_ids(17, vocab, 12),
                                                random_ids(10, vocab, 13)};
-  model::KvCache cache(h_->cfg(), 8, 8);
+  model::KvCache cache = h_->make_cache(8, 8);
   std::vector<model::KvCache::Sequence> seqs(3);
   std::vector<std::vector<int32_t>> steps = prompts;
   std::vector<std::vector<std::vector<float>>> batched(3);
@@ -67,7 +67,7 @@ TEST_P(ModelForwardTest, BatchOfThreeMatchesOneByOne) {
     }
   }
   for (int s = 0; s < 3; ++s) {
-    model::KvCache solo_cache(h_->cfg(), 4, 8);
+    model::KvCache solo_cache = h_->make_cache(4, 8);
     model::KvCache::Sequence solo;
     std::vector<int32_t> tok = prompts[s];
     for (int step = 0; step < 7; ++step) {
@@ -79,7 +79,7 @@ TEST_P(ModelForwardTest, BatchOfThreeMatchesOneByOne) {
 }
 
 TEST_P(ModelForwardTest, BadInputIsRejectedWithoutStateChange) {
-  model::KvCache cache(h_->cfg(), 2, 4);  // room for 8 tokens
+  model::KvCache cache = h_->make_cache(2, 4);  // room for 8 tokens
   model::KvCache::Sequence seq;
   Tensor logits = Tensor::empty({1, h_->cfg().vocab_size}, DType::kF32);
   std::vector<int32_t> bad = {1, 2, static_cast<int32_t>(h_->cfg().vocab_size)};

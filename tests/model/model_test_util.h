@@ -37,18 +37,21 @@ inline double max_rel_error(const std::vector<float>& a, const std::vector<float
 
 // A model plus the machinery to run it on the reference backend.
 struct Harness {
-  model::LoadedModel loaded;
   ThreadPool pool{2};
   reference::ReferenceOps ops{pool};
   HostArena ws;
+  model::LoadedModel loaded;
 
   static std::unique_ptr<Harness> load(const std::filesystem::path& dir) {
-    auto r = model::load_model(dir);
+    auto h = std::make_unique<Harness>();
+    auto r = model::load_model(dir, h->ops);
     EXPECT_TRUE(r.ok()) << r.status().to_string();
     if (!r.ok()) return nullptr;
-    auto h = std::make_unique<Harness>();
     h->loaded = std::move(r).value();
     return h;
+  }
+  model::KvCache make_cache(int64_t pages, int64_t page_size) {
+    return model::KvCache(cfg(), pages, page_size, ops);
   }
   model::Model& model() { return *loaded.model; }
   const model::ModelConfig& cfg() { return loaded.model->config(); }
@@ -74,7 +77,7 @@ struct Harness {
   // Logits at the last position of `ids`, computed from scratch in one prefill.
   std::vector<float> prefill_logits(const std::vector<int32_t>& ids,
                                     model::MlaFormPolicy policy = model::MlaFormPolicy::kAuto) {
-    model::KvCache cache(cfg(), (static_cast<int64_t>(ids.size()) + 15) / 16, 16);
+    model::KvCache cache = make_cache((static_cast<int64_t>(ids.size()) + 15) / 16, 16);
     model::KvCache::Sequence seq;
     return step(cache, {&seq}, {ids}, policy)[0];
   }

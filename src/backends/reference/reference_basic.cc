@@ -1,5 +1,6 @@
 // Reference ops: embedding, linear, norms, elementwise, RoPE, SwiGLU, cache writes.
 #include <cmath>
+#include <cstring>
 
 #include "backends/reference/kernels_cpu.h"
 #include "backends/reference/reference_ops.h"
@@ -18,6 +19,16 @@ void check_f32(ConstTensorView v, int rank, const char* what) {
   MOE_CHECK(v.rank() == rank) << what << ": expected rank " << rank << ", got "
                               << v.shape().to_string();
   MOE_CHECK(v.stride(-1) == 1) << what << ": innermost dimension must be contiguous";
+}
+
+void ReferenceOps::copy_from_host(TensorView dst, const void* src) {
+  MOE_CHECK(dst.is_contiguous()) << "copy_from_host into a strided view";
+  std::memcpy(dst.raw(), src, dst.nbytes());
+}
+
+void ReferenceOps::copy_to_host(void* dst, ConstTensorView src) {
+  MOE_CHECK(src.is_contiguous()) << "copy_to_host from a strided view";
+  std::memcpy(dst, src.raw(), src.nbytes());
 }
 
 void ReferenceOps::embed(TensorView y, ConstTensorView ids, ConstTensorView table) {

@@ -20,6 +20,12 @@ class ReferenceOps final : public ops::Ops {
   void set_trace_sink(TraceSink sink) { trace_ = std::move(sink); }
 
   std::string_view name() const override { return "reference"; }
+  Tensor allocate(Shape shape, DType dtype, bool zero) override {
+    return zero ? Tensor::zeros(shape, dtype) : Tensor::empty(shape, dtype);
+  }
+  Tensor upload(const Tensor& host) override { return host; }
+  void copy_from_host(TensorView dst, const void* src) override;
+  void copy_to_host(void* dst, ConstTensorView src) override;
   void embed(TensorView y, ConstTensorView ids, ConstTensorView table) override;
   void linear(TensorView y, ConstTensorView x, ConstTensorView w) override;
   void rms_norm(TensorView y, ConstTensorView x, ConstTensorView gamma, float eps) override;
