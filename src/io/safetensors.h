@@ -39,7 +39,8 @@ struct SafetensorsHeader {
 
 // Parses and validates a whole file image (header + data). `source` names the file in errors.
 // Pure function over bytes: the fuzz target calls this.
-Result<SafetensorsHeader> parse_safetensors(std::span<const std::byte> file, std::string_view source);
+Result<SafetensorsHeader> parse_safetensors(std::span<const std::byte> file,
+                                            std::string_view source);
 
 // One memory-mapped safetensors file. Thread-safe for concurrent reads.
 class SafetensorsFile {
