@@ -7,7 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "apps/cli_args.h"
+#include "cli_args.h"
+#include "commands.h"
 #include "text/chat_template.h"
 
 namespace moe::apps {
@@ -20,7 +21,8 @@ int cmd_chat_template(int argc, char** argv, int first) {
   if (!dir.ok()) return fail(cmd, dir.status());
   auto tmpl = text::ChatTemplate::from_model_dir(*dir);
   if (!tmpl.ok()) return fail(cmd, tmpl.status());
-  const std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  const std::string input((std::istreambuf_iterator<char>(std::cin)),
+                          std::istreambuf_iterator<char>());
   const auto request = nlohmann::ordered_json::parse(input, nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded() || !request.is_object()) {
     return fail(cmd, invalid_argument(
