@@ -6,7 +6,7 @@ namespace {
 
 void swiglu_mlp(ops::Ops& ops, Workspace& ws, const MlpWeights& m, TensorView out,
                 ConstTensorView x) {
-  const int64_t T = x.dim(0), I = m.gate.dim(0);
+  const int64_t T = x.dim(0), I = m.gate.rows();
   TensorView g = ws.alloc({T, I}, DType::kF32);  // [T, I]
   TensorView u = ws.alloc({T, I}, DType::kF32);  // [T, I]
   ops.linear(g, x, m.gate);

@@ -13,29 +13,29 @@
 namespace moe::model {
 
 struct IndexerWeights {
-  ConstTensorView wq_b;          // [Hi * Di, q_lora]
-  ConstTensorView wk;            // [Di, D]
-  ConstTensorView k_norm_weight; // [Di]
-  ConstTensorView k_norm_bias;   // [Di]
-  ConstTensorView weights_proj;  // [Hi, D]
+  ops::Weight wq_b;               // [Hi * Di, q_lora]
+  ops::Weight wk;                 // [Di, D]
+  ConstTensorView k_norm_weight;  // [Di]
+  ConstTensorView k_norm_bias;    // [Di]
+  ops::Weight weights_proj;       // [Hi, D]
 };
 
 struct AttentionWeights {
-  ConstTensorView q_a_proj;   // [q_lora, D]
+  ops::Weight q_a_proj;       // [q_lora, D]
   ConstTensorView q_a_norm;   // [q_lora]
-  ConstTensorView q_b_proj;   // [H * (Dn + R), q_lora]
-  ConstTensorView kv_a_proj;  // [L + R, D]
+  ops::Weight q_b_proj;       // [H * (Dn + R), q_lora]
+  ops::Weight kv_a_proj;      // [L + R, D]
   ConstTensorView kv_a_norm;  // [L]
   ConstTensorView kv_b_proj;  // [H * (Dn + Dv), L]
-  ConstTensorView o_proj;     // [D, H * Dv]
+  ops::Weight o_proj;         // [D, H * Dv]
   bool has_indexer = false;
   IndexerWeights indexer;
 };
 
 struct MlpWeights {
-  ConstTensorView gate;  // [I, D]
-  ConstTensorView up;    // [I, D]
-  ConstTensorView down;  // [D, I]
+  ops::Weight gate;  // [I, D]
+  ops::Weight up;    // [I, D]
+  ops::Weight down;  // [D, I]
 };
 
 struct LayerWeights {
@@ -44,7 +44,7 @@ struct LayerWeights {
   AttentionWeights attn;
   bool is_moe = false;
   MlpWeights dense;                         // dense layers
-  ConstTensorView router;                   // [E, D] mlp.gate.weight
+  ops::Weight router;                       // [E, D] mlp.gate.weight
   ConstTensorView router_bias;              // [E] e_score_correction_bias
   std::vector<ops::ExpertWeights> experts;  // E entries
   bool has_shared = false;
@@ -54,7 +54,7 @@ struct LayerWeights {
 struct ModelWeights {
   ConstTensorView embed;       // [V, D]
   ConstTensorView final_norm;  // [D]
-  ConstTensorView lm_head;     // [V, D]
+  ops::Weight lm_head;         // [V, D]
   std::vector<LayerWeights> layers;
   std::vector<Tensor> holders;  // keep the mapped files alive
 };

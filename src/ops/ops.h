@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ops/weight.h"
 #include "tensor/tensor.h"
 
 namespace moe::ops {
@@ -69,18 +70,18 @@ struct MlaParams {
 };
 
 struct MoeRouteParams {
-  int64_t top_k = 0;                    // K
-  int64_t n_group = 1;                  // expert groups
-  int64_t topk_group = 1;               // groups kept per token
-  bool norm_topk_prob = true;           // w_i = s_i / sum_j s_j over the K selected
-  float routed_scaling_factor = 1.0f;   // applied after normalisation
+  int64_t top_k = 0;                   // K
+  int64_t n_group = 1;                 // expert groups
+  int64_t topk_group = 1;              // groups kept per token
+  bool norm_topk_prob = true;          // w_i = s_i / sum_j s_j over the K selected
+  float routed_scaling_factor = 1.0f;  // applied after normalisation
 };
 
 // One routed expert's weights: SwiGLU E(x) = down(silu(gate x) * up x).
 struct ExpertWeights {
-  ConstTensorView gate;  // [I, D]
-  ConstTensorView up;    // [I, D]
-  ConstTensorView down;  // [D, I]
+  Weight gate;  // [I, D]
+  Weight up;    // [I, D]
+  Weight down;  // [D, I]
 };
 
 struct SamplingParams {
@@ -110,8 +111,9 @@ class Ops {
   // y[t, :] = table[ids[t], :]. ids: [T] i32 (MOE_CHECKed in range), table: [V, D], y: [T, D].
   virtual void embed(TensorView y, ConstTensorView ids, ConstTensorView table) = 0;
 
-  // y = x · w^T. x: [T, K] f32 (rows may be strided), w: [N, K], y: [T, N] f32.
-  virtual void linear(TensorView y, ConstTensorView x, ConstTensorView w) = 0;
+  // y = x · W^T. x: [T, K] f32 (rows may be strided), W: N x K in any WeightFormat,
+  // y: [T, N] f32.
+  virtual void linear(TensorView y, ConstTensorView x, const Weight& w) = 0;
 
   // Row-wise RMSNorm: y = gamma ⊙ x / sqrt(mean(x²) + eps). x, y: [T, N] (strided rows ok),
   // gamma: [N]. y may alias x.
@@ -152,8 +154,8 @@ class Ops {
   // not empty ([T, top_k] i32, -1 padded), only to the listed positions.
   // scores = (q_nope·k_nope + q_pe·k_pe) * softmax_scale. Both forms compute the same function.
   virtual void mla_attention(TensorView out, ConstTensorView q, PagedCacheView latent_cache,
-                             ConstTensorView kv_b, ConstTensorView selected,
-                             const BatchLayout& b, const MlaParams& p) = 0;
+                             ConstTensorView kv_b, ConstTensorView selected, const BatchLayout& b,
+                             const MlaParams& p) = 0;
 
   // noaux_tc router. logits: [T, E] f32; bias: [E] f32 (selection only).
   // s = sigmoid(logits); choice = s + bias; with n_group > 1 each group scores the sum of its

@@ -14,10 +14,14 @@ namespace moe::reference {
 // Loads element i of a contiguous run of `dt` values as f32.
 inline float load_f32(const void* p, DType dt, int64_t i) {
   switch (dt) {
-    case DType::kF32: return static_cast<const float*>(p)[i];
-    case DType::kBF16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case DType::kF16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    default: MOE_CHECK(false) << "unsupported float dtype " << dtype_name(dt);
+    case DType::kF32:
+      return static_cast<const float*>(p)[i];
+    case DType::kBF16:
+      return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::kF16:
+      return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    default:
+      MOE_CHECK(false) << "unsupported float dtype " << dtype_name(dt);
   }
   return 0.f;
 }
@@ -41,7 +45,8 @@ inline double dot_row(const float* x, const void* w, DType dt, int64_t n) {
       for (int64_t k = 0; k < n; ++k) acc += static_cast<double>(x[k]) * f16_to_f32(p[k]);
       break;
     }
-    default: MOE_CHECK(false) << "unsupported weight dtype " << dtype_name(dt);
+    default:
+      MOE_CHECK(false) << "unsupported weight dtype " << dtype_name(dt);
   }
   return acc;
 }
@@ -51,6 +56,9 @@ inline double dot_f32(const float* a, const float* b, int64_t n) {
   for (int64_t k = 0; k < n; ++k) acc += static_cast<double>(a[k]) * b[k];
   return acc;
 }
+
+// Row n of a weight in any format, dequantized to f32 (out has w.cols() entries).
+void weight_row_f32(const ops::Weight& w, int64_t n, float* out);
 
 // A contiguous 2-D weight converted to f32 ([rows, cols]).
 std::vector<float> to_f32(ConstTensorView w);

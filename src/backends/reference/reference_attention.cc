@@ -63,18 +63,19 @@ void ReferenceOps::dsa_index_topk(TensorView out, ConstTensorView q, ConstTensor
       std::vector<int64_t> order(n);
       std::iota(order.begin(), order.end(), 0);
       int64_t keep = std::min(top_k, n);
-      std::partial_sort(order.begin(), order.begin() + keep, order.end(), [&](int64_t a, int64_t c) {
-        return score[a] != score[c] ? score[a] > score[c] : a < c;
-      });
+      std::partial_sort(
+          order.begin(), order.begin() + keep, order.end(),
+          [&](int64_t a, int64_t c) { return score[a] != score[c] ? score[a] > score[c] : a < c; });
       int32_t* row = out.data<int32_t>() + t * out.stride(0);
       for (int64_t i = 0; i < top_k; ++i) row[i] = i < keep ? static_cast<int32_t>(order[i]) : -1;
     }
   });
 }
 
-void ReferenceOps::mla_attention(TensorView out, ConstTensorView q, ops::PagedCacheView latent_cache,
-                                 ConstTensorView kv_b, ConstTensorView selected,
-                                 const ops::BatchLayout& b, const ops::MlaParams& p) {
+void ReferenceOps::mla_attention(TensorView out, ConstTensorView q,
+                                 ops::PagedCacheView latent_cache, ConstTensorView kv_b,
+                                 ConstTensorView selected, const ops::BatchLayout& b,
+                                 const ops::MlaParams& p) {
   check_f32(out, 3, "mla.out");
   check_f32(q, 3, "mla.q");
   const int64_t T = q.dim(0), H = p.heads, Dn = p.nope_dim, R = p.rope_dim, Dv = p.v_dim,

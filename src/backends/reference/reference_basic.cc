@@ -46,21 +46,52 @@ void ReferenceOps::embed(TensorView y, ConstTensorView ids, ConstTensorView tabl
   }
 }
 
-void ReferenceOps::linear(TensorView y, ConstTensorView x, ConstTensorView w) {
+void weight_row_f32(const ops::Weight& w, int64_t n, float* out) {
+  MOE_CHECK(w.data.is_contiguous() && w.data.rank() == 2)
+      << "weight " << w.data.shape().to_string();
+  switch (w.format) {
+    case ops::WeightFormat::kDense: {
+      const int64_t K = w.cols();
+      const void* row = static_cast<const std::byte*>(w.data.raw()) +
+                        n * K * static_cast<int64_t>(dtype_size(w.data.dtype()));
+      for (int64_t k = 0; k < K; ++k) out[k] = load_f32(row, w.data.dtype(), k);
+      return;
+    }
+    default:
+      MOE_CHECK(false) << "weight format " << static_cast<int>(w.format)
+                       << " is not supported by the reference backend yet";
+  }
+}
+
+void ReferenceOps::linear(TensorView y, ConstTensorView x, const ops::Weight& w) {
   check_f32(y, 2, "linear.y");
   check_f32(x, 2, "linear.x");
-  MOE_CHECK(w.rank() == 2 && w.is_contiguous()) << "linear.w " << w.shape().to_string();
-  MOE_CHECK(x.dim(1) == w.dim(1) && y.dim(1) == w.dim(0) && x.dim(0) == y.dim(0))
-      << "linear: x " << x.shape().to_string() << " w " << w.shape().to_string() << " y "
+  const int64_t T = x.dim(0), N = w.rows(), K = w.cols();
+  MOE_CHECK(x.dim(1) == K && y.dim(1) == N && x.dim(0) == y.dim(0))
+      << "linear: x " << x.shape().to_string() << " w " << N << "x" << K << " y "
       << y.shape().to_string();
-  int64_t T = x.dim(0), N = w.dim(0), K = w.dim(1);
-  size_t row_bytes = static_cast<size_t>(K) * dtype_size(w.dtype());
+  if (w.format == ops::WeightFormat::kDense) {  // read the stored row directly
+    MOE_CHECK(w.data.is_contiguous()) << "linear: strided weight";
+    const size_t row_bytes = static_cast<size_t>(K) * dtype_size(w.data.dtype());
+    pool_.parallel_for(N, [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n) {
+        const void* wr = static_cast<const std::byte*>(w.data.raw()) + n * row_bytes;
+        for (int64_t t = 0; t < T; ++t) {
+          const float* xr = x.data<float>() + t * x.stride(0);
+          y.data<float>()[t * y.stride(0) + n] =
+              static_cast<float>(dot_row(xr, wr, w.data.dtype(), K));
+        }
+      }
+    });
+    return;
+  }
   pool_.parallel_for(N, [&](int64_t n0, int64_t n1) {
+    std::vector<float> row(K);
     for (int64_t n = n0; n < n1; ++n) {
-      const void* wr = static_cast<const std::byte*>(w.raw()) + n * row_bytes;
+      weight_row_f32(w, n, row.data());
       for (int64_t t = 0; t < T; ++t) {
         const float* xr = x.data<float>() + t * x.stride(0);
-        y.data<float>()[t * y.stride(0) + n] = static_cast<float>(dot_row(xr, wr, w.dtype(), K));
+        y.data<float>()[t * y.stride(0) + n] = static_cast<float>(dot_f32(xr, row.data(), K));
       }
     }
   });

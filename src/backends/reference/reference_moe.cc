@@ -61,13 +61,14 @@ void ReferenceOps::moe_route(TensorView ids, TensorView weights, ConstTensorView
 }
 
 void ReferenceOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
-                               ConstTensorView weights, std::span<const ops::ExpertWeights> experts) {
+                               ConstTensorView weights,
+                               std::span<const ops::ExpertWeights> experts) {
   check_f32(y, 2, "moe_experts.y");
   check_f32(x, 2, "moe_experts.x");
   const int64_t T = x.dim(0), D = x.dim(1), K = ids.dim(1);
   MOE_CHECK(y.shape() == x.shape() && ids.dim(0) == T && weights.dim(1) == K);
   pool_.parallel_for(T, [&](int64_t t0, int64_t t1) {
-    std::vector<float> h, acc(D);
+    std::vector<float> h, row, acc(D);
     for (int64_t t = t0; t < t1; ++t) {
       const float* xr = x.data<float>() + t * x.stride(0);
       std::fill(acc.begin(), acc.end(), 0.f);
@@ -75,25 +76,22 @@ void ReferenceOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView 
         int32_t e = ids.data<int32_t>()[t * ids.stride(0) + k];
         MOE_CHECK(e >= 0 && e < static_cast<int64_t>(experts.size())) << "expert id " << e;
         const ops::ExpertWeights& ew = experts[e];
-        const int64_t I = ew.gate.dim(0);
-        MOE_CHECK(ew.gate.dim(1) == D && ew.up.dim(0) == I && ew.down.dim(0) == D &&
-                  ew.down.dim(1) == I);
-        const size_t gbytes = static_cast<size_t>(D) * dtype_size(ew.gate.dtype());
-        const size_t dbytes = static_cast<size_t>(I) * dtype_size(ew.down.dtype());
+        const int64_t I = ew.gate.rows();
+        MOE_CHECK(ew.gate.cols() == D && ew.up.rows() == I && ew.down.rows() == D &&
+                  ew.down.cols() == I);
         h.resize(I);
+        row.resize(std::max(D, I));
         for (int64_t i = 0; i < I; ++i) {
-          float g = static_cast<float>(dot_row(
-              xr, static_cast<const std::byte*>(ew.gate.raw()) + i * gbytes, ew.gate.dtype(), D));
-          float u = static_cast<float>(dot_row(
-              xr, static_cast<const std::byte*>(ew.up.raw()) + i * gbytes, ew.up.dtype(), D));
+          weight_row_f32(ew.gate, i, row.data());
+          float g = static_cast<float>(dot_f32(xr, row.data(), D));
+          weight_row_f32(ew.up, i, row.data());
+          float u = static_cast<float>(dot_f32(xr, row.data(), D));
           h[i] = g / (1.0f + std::exp(-g)) * u;
         }
         float wk = weights.data<float>()[t * weights.stride(0) + k];
         for (int64_t d = 0; d < D; ++d) {
-          float o = static_cast<float>(dot_row(
-              h.data(), static_cast<const std::byte*>(ew.down.raw()) + d * dbytes,
-              ew.down.dtype(), I));
-          acc[d] += wk * o;
+          weight_row_f32(ew.down, d, row.data());
+          acc[d] += wk * static_cast<float>(dot_f32(h.data(), row.data(), I));
         }
       }
       float* yr = y.data<float>() + t * y.stride(0);

@@ -27,7 +27,7 @@ class ReferenceOps final : public ops::Ops {
   void copy_from_host(TensorView dst, const void* src) override;
   void copy_to_host(void* dst, ConstTensorView src) override;
   void embed(TensorView y, ConstTensorView ids, ConstTensorView table) override;
-  void linear(TensorView y, ConstTensorView x, ConstTensorView w) override;
+  void linear(TensorView y, ConstTensorView x, const ops::Weight& w) override;
   void rms_norm(TensorView y, ConstTensorView x, ConstTensorView gamma, float eps) override;
   void layer_norm(TensorView y, ConstTensorView x, ConstTensorView gamma, ConstTensorView beta,
                   float eps) override;

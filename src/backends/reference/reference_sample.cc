@@ -27,11 +27,13 @@ void ReferenceOps::sample(TensorView out, ConstTensorView logits,
     } else {
       std::vector<int64_t> order(V);
       std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t c) { return lg[a] > lg[c]; });
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t a, int64_t c) { return lg[a] > lg[c]; });
       int64_t keep = p.top_k > 0 ? std::min<int64_t>(p.top_k, V) : V;
       std::vector<double> prob(keep);
       double mx = lg[order[0]] / p.temperature, sum = 0;
-      for (int64_t i = 0; i < keep; ++i) sum += (prob[i] = std::exp(lg[order[i]] / p.temperature - mx));
+      for (int64_t i = 0; i < keep; ++i)
+        sum += (prob[i] = std::exp(lg[order[i]] / p.temperature - mx));
       for (double& v : prob) v /= sum;
       if (p.top_p < 1.f) {  // smallest prefix whose mass reaches top_p
         double cum = 0;
