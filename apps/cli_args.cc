@@ -38,8 +38,8 @@ Result<CliArgs> CliArgs::parse(int argc, char** argv, int first,
     } else if (switches.count(a) && !has_inline) {
       args.switches_.insert(a);
     } else {
-      return invalid_argument("unknown argument '" + a + "'; accepted: " +
-                              list_flags(flags_with_value, switches));
+      return invalid_argument("unknown argument '" + a +
+                              "'; accepted: " + list_flags(flags_with_value, switches));
     }
   }
   return args;
@@ -111,7 +111,18 @@ Result<std::vector<int64_t>> CliArgs::get_int_list(const std::string& flag) cons
 }
 
 int fail(const std::string& command, const Status& status) {
-  std::fprintf(stderr, "moengine %s: %s\n", command.c_str(), status.message().c_str());
+  // One line: multi-line reports (e.g. every problem of a checkpoint) are joined with "; ".
+  std::string msg;
+  for (char c : status.message()) {
+    if (c == '\n') {
+      while (!msg.empty() && msg.back() == ' ') msg.pop_back();
+      msg += "; ";
+    } else if (!(c == ' ' && !msg.empty() && msg.back() == ' ')) {
+      msg += c;
+    }
+  }
+  while (!msg.empty() && (msg.back() == ' ' || msg.back() == ';')) msg.pop_back();
+  std::fprintf(stderr, "moengine %s: %s\n", command.c_str(), msg.c_str());
   return 2;
 }
 

@@ -51,7 +51,8 @@ int cmd_inspect(int argc, char** argv, int first) {
               cfg->rope.type == model::RopeType::kYarn ? "yarn" : "default", cfg->v_head_dim,
               cfg->has_indexer ? (", DSA indexer " + std::to_string(cfg->index_n_heads) + "x" +
                                   std::to_string(cfg->index_head_dim) + " top-" +
-                                  std::to_string(cfg->index_topk)).c_str()
+                                  std::to_string(cfg->index_topk))
+                                     .c_str()
                                : "");
   struct RoleStats {
     int64_t params = 0;
@@ -70,8 +71,9 @@ int cmd_inspect(int argc, char** argv, int first) {
     params += s.shape.numel();
     bytes += e->info->end - e->info->begin;
   }
-  std::printf("parameters: %lld (%.3f B), weights %s\n", static_cast<long long>(params),
-              params / 1e9, human_bytes(static_cast<double>(bytes)).c_str());
+  std::printf("parameters: %lld (%.3f %s), weights %s\n", static_cast<long long>(params),
+              params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M",
+              human_bytes(static_cast<double>(bytes)).c_str());
   std::printf("%-18s %14s %12s  %s\n", "role", "params", "bytes", "dtypes");
   for (const auto& [name, r] : roles) {
     std::string dts;
@@ -80,7 +82,8 @@ int cmd_inspect(int argc, char** argv, int first) {
                 human_bytes(static_cast<double>(r.bytes)).c_str(), dts.c_str());
   }
   const uint64_t skipped = ckpt->total_bytes() - bytes;
-  if (skipped) std::printf("skipped (MTP layers): %s\n", human_bytes(static_cast<double>(skipped)).c_str());
+  if (skipped)
+    std::printf("skipped (MTP layers): %s\n", human_bytes(static_cast<double>(skipped)).c_str());
   const int64_t kv_bf16 = model::KvCache::bytes_per_token(*cfg) / 2;
   std::printf("KV cache per token: %s in BF16 (latent %lld + indexer %d per layer)\n",
               human_bytes(static_cast<double>(kv_bf16)).c_str(),

@@ -3,7 +3,9 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "model/model_config.h"
 #include "model/tiny_model.h"
+#include "text/tiny_tokenizer.h"
 
 namespace moe::apps {
 
@@ -18,6 +20,10 @@ int cmd_make_tiny(int argc, char** argv, int first) {
   auto seed = args->get_int("--seed", 0, 0, INT64_MAX);
   if (!seed.ok()) return fail(cmd, seed.status());
   Status st = model::write_tiny_model(*out, *arch, static_cast<uint64_t>(*seed));
+  if (!st.ok()) return fail(cmd, st);
+  auto cfg = model::load_model_config(*out);
+  if (!cfg.ok()) return fail(cmd, cfg.status());
+  st = text::write_tiny_tokenizer(*out, static_cast<int>(cfg->vocab_size));
   if (!st.ok()) return fail(cmd, st);
   std::printf("wrote a tiny %s checkpoint to %s\n", arch->c_str(), out->c_str());
   return 0;

@@ -14,7 +14,8 @@ constexpr const char* kUsage =
     "commands:\n"
     "  make-tiny      --arch glm_moe_dsa|deepseek_v3|deepseek_v32 --out DIR [--seed N]\n"
     "  inspect        --model-path DIR\n"
-    "  generate       --model-path DIR --prompt-ids 1,2,3 [--max-new-tokens N] [--temperature T]\n"
+    "  generate       --model-path DIR (--prompt-ids 1,2,3 | --prompt TEXT | --chat MESSAGE)\n"
+    "                 [--max-new-tokens N] [--temperature T]\n"
     "                 [--top-p P] [--top-k K] [--seed S] [--ignore-eos] [--device cpu]\n"
     "                 [--threads N] [--output-format text|json]\n"
     "  tokenize       --model-path DIR [--text T]   (else JSON lines {\"text\": ...} on stdin)\n"
@@ -23,9 +24,13 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+  if (argc < 2) {
+    std::fputs("moengine: no command given; run `moengine --help` for the list\n", stderr);
+    return 2;
+  }
+  if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
   }
   const std::string cmd = argv[1];
   try {
@@ -41,6 +46,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "moengine %s: internal error: %s\n", cmd.c_str(), e.what());
     return 1;
   }
-  std::fprintf(stderr, "moengine: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+  std::fprintf(stderr, "moengine: unknown command '%s'; run `moengine --help` for the list\n",
+               cmd.c_str());
   return 2;
 }

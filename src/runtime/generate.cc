@@ -24,7 +24,8 @@ Result<GenerateResult> generate(model::Model& model, ops::Ops& ops, Workspace& w
   auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < opt.max_new_tokens; ++i) {
     model::SequenceInput in{step_tokens, &seq};
-    Status st = model.forward(ops, ws, cache, std::span<model::SequenceInput>(&in, 1), logits.view());
+    Status st =
+        model.forward(ops, ws, cache, std::span<model::SequenceInput>(&in, 1), logits.view());
     if (!st.ok()) {
       cache.release(seq);
       return st;
@@ -41,6 +42,7 @@ Result<GenerateResult> generate(model::Model& model, ops::Ops& ops, Workspace& w
     int32_t id = 0;
     ops.copy_to_host(&id, next.cview());
     r.generated.push_back(id);
+    if (opt.on_token) opt.on_token(id);
     if (!opt.ignore_eos && std::count(opt.eos_token_ids.begin(), opt.eos_token_ids.end(), id)) {
       r.stopped_at_eos = true;
       break;

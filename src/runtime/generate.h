@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct GenerateOptions {
   ops::SamplingParams sampling;
   bool ignore_eos = false;
   std::vector<int64_t> eos_token_ids;  // stop at any of these (unless ignore_eos)
+  // Called with each generated id as soon as it is sampled (streaming); may be empty.
+  std::function<void(int32_t)> on_token;
 };
 
 struct GenerateResult {
