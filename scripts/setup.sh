@@ -6,11 +6,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 pkgs=(build-essential cmake ninja-build pkg-config git g++ clang clang-format libclang-rt-14-dev
-      googletest libgtest-dev nlohmann-json3-dev libpcre2-dev nodejs npm)
+      googletest libgtest-dev nlohmann-json3-dev libpcre2-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+# Node.js + npm run the test oracles only; some images ship a nodejs that bundles npm (and
+# conflicts with Debian's npm package), so install them only when the commands are absent.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   SUDO=""
