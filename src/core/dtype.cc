@@ -8,9 +8,9 @@ struct DTypeInfo {
   size_t size;
 };
 constexpr DTypeInfo kDTypes[] = {
-    {DType::kBF16, "BF16", 2}, {DType::kF16, "F16", 2},    {DType::kF32, "F32", 4},
-    {DType::kF8E4M3, "F8_E4M3", 1}, {DType::kU8, "U8", 1}, {DType::kI8, "I8", 1},
-    {DType::kI32, "I32", 4},   {DType::kI64, "I64", 8},    {DType::kBool, "BOOL", 1},
+    {DType::kBF16, "BF16", 2},      {DType::kF16, "F16", 2}, {DType::kF32, "F32", 4},
+    {DType::kF8E4M3, "F8_E4M3", 1}, {DType::kU8, "U8", 1},   {DType::kI8, "I8", 1},
+    {DType::kI32, "I32", 4},        {DType::kI64, "I64", 8}, {DType::kBool, "BOOL", 1},
 };
 }  // namespace
 
@@ -32,6 +32,8 @@ std::optional<DType> parse_dtype(std::string_view s) {
   return std::nullopt;
 }
 
-std::string_view supported_dtype_names() { return "BF16, F16, F32, F8_E4M3, U8, I8, I32, I64, BOOL"; }
+std::string_view supported_dtype_names() {
+  return "BF16, F16, F32, F8_E4M3, U8, I8, I32, I64, BOOL";
+}
 
 }  // namespace moe

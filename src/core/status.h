@@ -42,7 +42,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status invalid_argument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status invalid_argument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status not_found(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status data_loss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status out_of_range(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
@@ -56,7 +58,7 @@ inline Status internal_error(std::string m) { return {StatusCode::kInternal, std
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {
@@ -80,10 +82,10 @@ class [[nodiscard]] Result {
 #define MOE_CONCAT_INNER(a, b) a##b
 #define MOE_CONCAT(a, b) MOE_CONCAT_INNER(a, b)
 
-#define MOE_RETURN_IF_ERROR(expr)               \
-  do {                                          \
-    ::moe::Status moe_status_ = (expr);         \
-    if (!moe_status_.ok()) return moe_status_;  \
+#define MOE_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::moe::Status moe_status_ = (expr);        \
+    if (!moe_status_.ok()) return moe_status_; \
   } while (0)
 
 #define MOE_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

@@ -12,9 +12,9 @@ void Model::attention(ops::Ops& ops, Workspace& ws, KvCache& cache, int layer, T
                 R = cfg_.qk_rope_head_dim, Dv = cfg_.v_head_dim, L = cfg_.kv_lora_rank,
                 Q = cfg_.q_lora_rank;
   const float lora_eps = static_cast<float>(cfg_.attn_lora_norm_eps);
-  const ops::RopeParams rope{cfg_.rope_interleave ? ops::RopeStyle::kInterleaved
-                                                  : ops::RopeStyle::kNeox,
-                             rope_.inv_freq, rope_.attention_factor};
+  const ops::RopeParams rope{
+      cfg_.rope_interleave ? ops::RopeStyle::kInterleaved : ops::RopeStyle::kNeox, rope_.inv_freq,
+      rope_.attention_factor};
 
   // Query path: c_q = RMSNorm(x W_qa^T); q = c_q W_qb^T, per head [nope | rope].
   TensorView cq = ws.alloc({T, Q}, DType::kF32);  // [T, q_lora]
@@ -22,7 +22,7 @@ void Model::attention(ops::Ops& ops, Workspace& ws, KvCache& cache, int layer, T
   ops.rms_norm(cq, cq, aw.q_a_norm, lora_eps);
   TensorView q = ws.alloc({T, H * (Dn + R)}, DType::kF32);
   ops.linear(q, cq, aw.q_b_proj);
-  TensorView q3 = q.reshape({T, H, Dn + R});        // [T, H, Dn + R]
+  TensorView q3 = q.reshape({T, H, Dn + R});             // [T, H, Dn + R]
   ops.rope(q3.slice(2, Dn, Dn + R), b.positions, rope);  // [T, H, R]
 
   // Latent path: [c_kv | k_pe] = x W_kva^T; c_kv normalised; k_pe rotated; both cached.
@@ -39,14 +39,14 @@ void Model::attention(ops::Ops& ops, Workspace& ws, KvCache& cache, int layer, T
   if (aw.has_indexer) {
     const IndexerWeights& iw = aw.indexer;
     const int64_t Hi = cfg_.index_n_heads, Di = cfg_.index_head_dim;
-    const ops::RopeParams irope{cfg_.indexer_rope_interleave ? ops::RopeStyle::kInterleaved
-                                                             : ops::RopeStyle::kNeox,
-                                indexer_rope_.inv_freq, indexer_rope_.attention_factor};
+    const ops::RopeParams irope{
+        cfg_.indexer_rope_interleave ? ops::RopeStyle::kInterleaved : ops::RopeStyle::kNeox,
+        indexer_rope_.inv_freq, indexer_rope_.attention_factor};
     TensorView qi = ws.alloc({T, Hi * Di}, DType::kF32);
     ops.linear(qi, cq, iw.wq_b);
-    TensorView qi3 = qi.reshape({T, Hi, Di});                 // [T, Hi, Di], rope first
-    ops.rope(qi3.slice(2, 0, R), b.positions, irope);         // [T, Hi, R]
-    TensorView ki = ws.alloc({T, Di}, DType::kF32);           // [T, Di]
+    TensorView qi3 = qi.reshape({T, Hi, Di});          // [T, Hi, Di], rope first
+    ops.rope(qi3.slice(2, 0, R), b.positions, irope);  // [T, Hi, R]
+    TensorView ki = ws.alloc({T, Di}, DType::kF32);    // [T, Di]
     ops.linear(ki, x, iw.wk);
     ops.layer_norm(ki, ki, iw.k_norm_weight, iw.k_norm_bias, 1e-6f);
     ops.rope(ki.reshape({T, 1, Di}).slice(2, 0, R), b.positions, irope);

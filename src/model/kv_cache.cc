@@ -11,7 +11,8 @@ KvCache::KvCache(const ModelConfig& cfg, int64_t num_pages, int64_t page_size, o
   for (int l = 0; l < cfg.num_hidden_layers; ++l) {
     latent_.push_back(ops.allocate({num_pages, page_size, lat}, DType::kF32, true));
     if (cfg.has_indexer)
-      index_keys_.push_back(ops.allocate({num_pages, page_size, cfg.index_head_dim}, DType::kF32, true));
+      index_keys_.push_back(
+          ops.allocate({num_pages, page_size, cfg.index_head_dim}, DType::kF32, true));
   }
   free_.reserve(num_pages);
   for (int64_t p = num_pages - 1; p >= 0; --p) free_.push_back(static_cast<int32_t>(p));
@@ -28,11 +29,11 @@ Status KvCache::reserve(Sequence& seq, int64_t new_length) {
   int64_t extra = need - static_cast<int64_t>(seq.pages.size());
   if (extra <= 0) return Status();
   if (extra > free_pages())
-    return resource_exhausted("KV cache full: a sequence of " + std::to_string(new_length) +
-                              " tokens needs " + std::to_string(extra) + " more pages of " +
-                              std::to_string(page_size_) + " tokens, " +
-                              std::to_string(free_pages()) +
-                              " are free; shorten the prompt or --max-new-tokens, or enlarge the cache");
+    return resource_exhausted(
+        "KV cache full: a sequence of " + std::to_string(new_length) + " tokens needs " +
+        std::to_string(extra) + " more pages of " + std::to_string(page_size_) + " tokens, " +
+        std::to_string(free_pages()) +
+        " are free; shorten the prompt or --max-new-tokens, or enlarge the cache");
   for (int64_t i = 0; i < extra; ++i) {
     seq.pages.push_back(free_.back());
     free_.pop_back();

@@ -7,8 +7,7 @@
 
 namespace moe::model {
 
-Model::Model(ModelConfig cfg, ModelWeights weights)
-    : cfg_(std::move(cfg)), w_(std::move(weights)) {
+Model::Model(ModelConfig cfg, ModelWeights weights) : cfg_(std::move(cfg)), w_(std::move(weights)) {
   rope_ = make_rope_table(cfg_.rope, cfg_.qk_rope_head_dim);
   indexer_rope_ = rope_;
 }
@@ -25,11 +24,12 @@ Status Model::forward(ops::Ops& ops, Workspace& ws, KvCache& cache, std::span<Se
   bool multi_token = false;
   for (int64_t s = 0; s < S; ++s) {
     const SequenceInput& in = seqs[s];
-    if (in.tokens.empty()) return invalid_argument("sequence " + std::to_string(s) + " has no new tokens");
+    if (in.tokens.empty())
+      return invalid_argument("sequence " + std::to_string(s) + " has no new tokens");
     for (int32_t id : in.tokens)
       if (id < 0 || id >= V)
-        return invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                                std::to_string(V) + ")");
+        return invalid_argument("token id " + std::to_string(id) +
+                                " is outside the vocabulary [0, " + std::to_string(V) + ")");
     int64_t end = in.kv->length + static_cast<int64_t>(in.tokens.size());
     if (end > cfg_.max_position_embeddings)
       return out_of_range("sequence " + std::to_string(s) + " would reach " + std::to_string(end) +
@@ -77,10 +77,10 @@ Status Model::forward(ops::Ops& ops, Workspace& ws, KvCache& cache, std::span<Se
     hl.seq_lens[s] = static_cast<int32_t>(in.kv->length + in.tokens.size());
     std::copy(in.kv->pages.begin(), in.kv->pages.end(), hl.page_table.begin() + s * max_pages);
   }
-  TensorView ids = ws.alloc({T}, DType::kI32);                   // [T]
-  TensorView token_seq = ws.alloc({T}, DType::kI32);             // [T]
-  TensorView positions = ws.alloc({T}, DType::kI32);             // [T]
-  TensorView seq_lens = ws.alloc({S}, DType::kI32);              // [S]
+  TensorView ids = ws.alloc({T}, DType::kI32);                    // [T]
+  TensorView token_seq = ws.alloc({T}, DType::kI32);              // [T]
+  TensorView positions = ws.alloc({T}, DType::kI32);              // [T]
+  TensorView seq_lens = ws.alloc({S}, DType::kI32);               // [S]
   TensorView page_table = ws.alloc({S, max_pages}, DType::kI32);  // [S, max_pages]
   ops.copy_from_host(ids, hl.ids.data());
   ops.copy_from_host(token_seq, hl.token_seq.data());
@@ -98,12 +98,12 @@ Status Model::forward(ops::Ops& ops, Workspace& ws, KvCache& cache, std::span<Se
 
   ops::MlaForm form = policy == MlaFormPolicy::kNaive      ? ops::MlaForm::kNaive
                       : policy == MlaFormPolicy::kAbsorbed ? ops::MlaForm::kAbsorbed
-                      : multi_token                       ? ops::MlaForm::kNaive
-                                                          : ops::MlaForm::kAbsorbed;
+                      : multi_token                        ? ops::MlaForm::kNaive
+                                                           : ops::MlaForm::kAbsorbed;
 
-  TensorView x = ws.alloc({T, D}, DType::kF32);     // residual stream
-  TensorView h = ws.alloc({T, D}, DType::kF32);     // normalised input of a block
-  TensorView out = ws.alloc({T, D}, DType::kF32);   // block output
+  TensorView x = ws.alloc({T, D}, DType::kF32);    // residual stream
+  TensorView h = ws.alloc({T, D}, DType::kF32);    // normalised input of a block
+  TensorView out = ws.alloc({T, D}, DType::kF32);  // block output
   ops.embed(x, ids, w_.embed);
   ops.trace(x, "embed", -1);
   const float eps = static_cast<float>(cfg_.rms_norm_eps);

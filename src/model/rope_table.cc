@@ -47,8 +47,8 @@ RopeTable make_rope_table(const RopeConfig& rope, int dim) {
   if (rope.attention_factor) {
     t.attention_factor = static_cast<float>(*rope.attention_factor);
   } else if (rope.mscale != 0.0 && rope.mscale_all_dim != 0.0) {
-    t.attention_factor =
-        static_cast<float>(yarn_mscale(factor, rope.mscale) / yarn_mscale(factor, rope.mscale_all_dim));
+    t.attention_factor = static_cast<float>(yarn_mscale(factor, rope.mscale) /
+                                            yarn_mscale(factor, rope.mscale_all_dim));
   } else {
     t.attention_factor = static_cast<float>(yarn_mscale(factor, 1.0));
   }

@@ -73,8 +73,12 @@ Result<std::string> tiny_config_json(std::string_view arch) {
     j["rms_norm_eps"] = 1e-5;
   } else {
     j["rope_theta"] = 10000.0;
-    j["rope_scaling"] = {{"type", "yarn"}, {"factor", 40.0}, {"beta_fast", 32.0},
-                         {"beta_slow", 1.0}, {"mscale", 1.0}, {"mscale_all_dim", 1.0},
+    j["rope_scaling"] = {{"type", "yarn"},
+                         {"factor", 40.0},
+                         {"beta_fast", 32.0},
+                         {"beta_slow", 1.0},
+                         {"mscale", 1.0},
+                         {"mscale_all_dim", 1.0},
                          {"original_max_position_embeddings", 64}};
     j["rms_norm_eps"] = 1e-6;
   }
@@ -85,7 +89,8 @@ Result<std::string> tiny_config_json(std::string_view arch) {
     j["indexer_rope_interleave"] = arch == "glm_moe_dsa";
   }
   j["max_position_embeddings"] = 4096;
-  j["eos_token_id"] = arch == "glm_moe_dsa" ? nlohmann::ordered_json{1, 2} : nlohmann::ordered_json(1);
+  j["eos_token_id"] =
+      arch == "glm_moe_dsa" ? nlohmann::ordered_json{1, 2} : nlohmann::ordered_json(1);
   j["bos_token_id"] = 0;
   j["tie_word_embeddings"] = false;
   j["num_nextn_predict_layers"] = 0;

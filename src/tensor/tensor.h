@@ -30,7 +30,10 @@ class BasicTensorView {
   template <typename P, typename = std::enable_if_t<std::is_same_v<P, void*> &&
                                                     std::is_same_v<Ptr, const void*>>>
   BasicTensorView(const BasicTensorView<P>& o)  // NOLINT
-      : data_(o.raw()), dtype_(o.dtype()), shape_(o.shape()), strides_(o.strides()),
+      : data_(o.raw()),
+        dtype_(o.dtype()),
+        shape_(o.shape()),
+        strides_(o.strides()),
         device_(o.device()) {}
 
   Ptr raw() const { return data_; }
@@ -71,7 +74,8 @@ class BasicTensorView {
   }
   // Drops the outermost dimension at index i.
   BasicTensorView row(int64_t i) const {
-    MOE_CHECK(rank() >= 1 && i >= 0 && i < shape_[0]) << "row " << i << " of " << shape_.to_string();
+    MOE_CHECK(rank() >= 1 && i >= 0 && i < shape_[0])
+        << "row " << i << " of " << shape_.to_string();
     BasicTensorView v;
     v.data_ = offset(i * strides_[0]);
     v.dtype_ = dtype_;
@@ -111,7 +115,8 @@ class BasicTensorView {
   Ptr offset(int64_t elems) const {
     using B = std::conditional_t<std::is_const_v<std::remove_pointer_t<Ptr>>, const std::byte*,
                                  std::byte*>;
-    return static_cast<Ptr>(static_cast<B>(data_) + elems * static_cast<int64_t>(dtype_size(dtype_)));
+    return static_cast<Ptr>(static_cast<B>(data_) +
+                            elems * static_cast<int64_t>(dtype_size(dtype_)));
   }
   void set_contiguous_strides() {
     strides_ = shape_;

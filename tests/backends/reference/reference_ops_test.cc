@@ -134,9 +134,11 @@ TEST_F(ReferenceOpsTest, MlaNaiveAndAbsorbedFormsAgree) {
     Tensor a = Tensor::empty({2, 3, 5}, DType::kF32), b = Tensor::empty({2, 3, 5}, DType::kF32);
     ops::MlaParams p{3, 4, 2, 5, 6, 0.3f, ops::MlaForm::kNaive};
     ConstTensorView selected = sparse ? sel.cview() : ConstTensorView();
-    ops.mla_attention(a.view(), m.q.view(), {m.cache.view()}, m.kvb.view(), selected, m.layout(), p);
+    ops.mla_attention(a.view(), m.q.view(), {m.cache.view()}, m.kvb.view(), selected, m.layout(),
+                      p);
     p.form = ops::MlaForm::kAbsorbed;
-    ops.mla_attention(b.view(), m.q.view(), {m.cache.view()}, m.kvb.view(), selected, m.layout(), p);
+    ops.mla_attention(b.view(), m.q.view(), {m.cache.view()}, m.kvb.view(), selected, m.layout(),
+                      p);
     for (int i = 0; i < 30; ++i) EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-5);
   }
 }
