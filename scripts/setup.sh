@@ -25,5 +25,5 @@ fi
 
 if [ "${1:-}" != "--no-build" ]; then
   cmake --preset cpu-release >/dev/null
-  cmake --build --preset cpu-release 2>&1 | tail -n 3
+  cmake --build build 2>&1 | tail -n 3
 fi

@@ -15,12 +15,12 @@ scripts/check-format.sh
 
 echo "== release build + tests"
 cmake --preset cpu-release >/dev/null
-cmake --build --preset cpu-release -j "$jobs" 2>&1 | tail -n 2
+cmake --build build -j "$jobs" 2>&1 | tail -n 2
 ctest --test-dir build -L cpu -j "$jobs" --output-on-failure --timeout 900
 
 echo "== ASan + UBSan build + tests"
 cmake --preset cpu-debug >/dev/null
-cmake --build --preset cpu-debug -j "$jobs" 2>&1 | tail -n 2
+cmake --build build-asan -j "$jobs" 2>&1 | tail -n 2
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -L cpu -j "$jobs" --output-on-failure --timeout 1800
 

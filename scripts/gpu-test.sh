@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The GPU machine's test run (Ubuntu 24.04, CUDA 13.0, CMake 4, no Debian packages, no network).
+# Run in the repo root with .deps/ carried from the build machine (scripts/gpu-deps.sh):
+#   bash scripts/gpu-test.sh            # unpack deps, configure sm_90a, build, ctest -L gpu,
+#                                       # compute-sanitizer memcheck (+ racecheck) on the model tests
+# Logs go to $OUT when it is set (the device tool), else build-gpu/logs. Env: MOE_GPU_JOBS
+# (build parallelism, default nproc), MOE_GPU_SANITIZE=0 to skip the sanitizer runs.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${MOE_GPU_BUILD:-build-gpu}
+logs=${OUT:-$root/$build/logs}
+mkdir -p "$logs"
+prefix=/tmp/moe-deps
+arch=x86_64-linux-gnu
+status=0
+step() { echo "== $* ($(date +%T))" | tee -a "$logs/summary.txt"; }
+
+step "unpack .deps into $prefix"
+if ! ls .deps/*.deb >/dev/null 2>&1; then
+  echo "gpu-test: .deps/ has no .deb files; run scripts/gpu-deps.sh on the build machine and carry .deps" >&2
+  exit 2
+fi
+rm -rf "$prefix" && mkdir -p "$prefix"
+for f in .deps/*.deb; do dpkg-deb -x "$f" "$prefix"; done
+# The .pc files say prefix=/usr: point them into the private prefix.
+for pc in "$prefix"/usr/lib/$arch/pkgconfig/*.pc "$prefix"/usr/share/pkgconfig/*.pc; do
+  [ -f "$pc" ] && sed -i "s|^prefix=/usr\$|prefix=$prefix/usr|" "$pc"
+done
+export PKG_CONFIG_PATH="$prefix/usr/lib/$arch/pkgconfig:$prefix/usr/share/pkgconfig"
+export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$prefix/usr/lib/$arch"
+pkg_config_args=()
+if ! command -v pkg-config >/dev/null 2>&1; then
+  pkg_config_args=(-DPKG_CONFIG_EXECUTABLE="$prefix/usr/bin/pkgconf")
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$logs/summary.txt"
+
+step "configure ($build, sm_90a)"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_PREFIX_PATH="$prefix/usr" \
+  -DGTest_DIR="$prefix/usr/lib/$arch/cmake/GTest" \
+  -Dnlohmann_json_DIR="$prefix/usr/share/cmake/nlohmann_json" \
+  -DCMAKE_CXX_FLAGS="-isystem $prefix/usr/include" -DCMAKE_CUDA_FLAGS="-isystem $prefix/usr/include" \
+  "${pkg_config_args[@]}" >"$logs/configure.log" 2>&1 || { tail -n 40 "$logs/configure.log"; exit 3; }
+
+step "build"
+targets=${MOE_GPU_TARGETS:-cuda_ops_tests cuda_model_tests}
+# shellcheck disable=SC2086
+cmake --build "$build" -j"${MOE_GPU_JOBS:-$(nproc)}" --target $targets >"$logs/build.log" 2>&1 ||
+  { grep -E "error|Error" "$logs/build.log" | head -n 40; exit 4; }
+grep -c "warning" "$logs/build.log" | sed 's/^/build warnings: /' | tee -a "$logs/summary.txt"
+
+step "ctest -L gpu"
+export MOE_REQUIRE_GPU=1
+(cd "$build" && ctest -L gpu --output-on-failure -j4 --timeout 600) >"$logs/ctest.log" 2>&1 || status=1
+grep -E "tests passed|tests failed|Total Test time|\*\*\*Failed|Failed  |Skipped" "$logs/ctest.log" |
+  tee -a "$logs/summary.txt"
+
+if [ "${MOE_GPU_SANITIZE:-1}" = 1 ]; then
+  bin="$build/bin/cuda_model_tests"
+  step "compute-sanitizer memcheck: cuda_model_tests"
+  timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" \
+    >"$logs/memcheck.log" 2>&1 || status=1
+  grep -E "ERROR SUMMARY|PASSED|FAILED" "$logs/memcheck.log" | tail -n 5 | tee -a "$logs/summary.txt"
+  step "compute-sanitizer racecheck: cuda_model_tests (glm_moe_dsa fixture)"
+  timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin" \
+    --gtest_filter='Fixtures/*/0' >"$logs/racecheck.log" 2>&1 || status=1
+  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/racecheck.log" | tail -n 5 |
+    tee -a "$logs/summary.txt"
+fi
+step "done, status $status"
+exit $status

@@ -1,0 +1,106 @@
+// CudaOps: the CUDA implementation of the Ops contract. F32 activations, BF16/F16/F32 weights
+// as stored in the checkpoint; every op is a launch on the backend's stream, validated on the
+// host and never synchronising, so a whole forward can be captured in a CUDA graph
+// (see CudaGraph). Op-internal temporaries come from a device scratch arena that grows only
+// on the first call of a larger size (run a step eagerly before capturing one).
+// Not thread-safe: one forward at a time per CudaOps.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "backends/cuda/device_arena.h"
+#include "backends/cuda/device_info.h"
+#include "backends/cuda/kernels/kernel_types.h"
+#include "ops/ops.h"
+
+namespace moe::cuda {
+
+class CudaOps final : public ops::Ops {
+ public:
+  using TraceSink = std::function<void(ConstTensorView, std::string_view, int)>;
+  // Creates a non-blocking stream on device `info.ordinal`.
+  explicit CudaOps(const DeviceInfo& info);
+  ~CudaOps() override;
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
+
+  const DeviceInfo& device() const { return info_; }
+  Stream stream() const { return stream_; }
+  // Waits for all work on the stream.
+  void synchronize();
+  // Debug: named intermediates (device views) go to `sink`, which may copy_to_host them.
+  void set_trace_sink(TraceSink sink) { trace_ = std::move(sink); }
+  // Bytes of host staging held for captured graphs' host-to-device copies; release when no
+  // captured graph that used them will be replayed again.
+  size_t capture_staging_used() const { return staging_used_; }
+  void release_capture_staging() { staging_used_ = 0; }
+
+  std::string_view name() const override { return "cuda"; }
+  Tensor allocate(Shape shape, DType dtype, bool zero) override;
+  Tensor upload(const Tensor& host) override;
+  void copy_from_host(TensorView dst, const void* src) override;
+  void copy_to_host(void* dst, ConstTensorView src) override;
+  void embed(TensorView y, ConstTensorView ids, ConstTensorView table) override;
+  void linear(TensorView y, ConstTensorView x, const ops::Weight& w) override;
+  void rms_norm(TensorView y, ConstTensorView x, ConstTensorView gamma, float eps) override;
+  void layer_norm(TensorView y, ConstTensorView x, ConstTensorView gamma, ConstTensorView beta,
+                  float eps) override;
+  void add_inplace(TensorView y, ConstTensorView x) override;
+  void scale_inplace(TensorView y, float s) override;
+  void rope(TensorView x, ConstTensorView positions, const ops::RopeParams& p) override;
+  void silu_mul(TensorView y, ConstTensorView gate, ConstTensorView up) override;
+  void cache_write(ops::PagedCacheView cache, ConstTensorView src,
+                   const ops::BatchLayout& b) override;
+  void dsa_index_topk(TensorView out, ConstTensorView q, ConstTensorView w,
+                      ops::PagedCacheView k_cache, const ops::BatchLayout& b) override;
+  void mla_attention(TensorView out, ConstTensorView q, ops::PagedCacheView latent_cache,
+                     ConstTensorView kv_b, ConstTensorView selected, const ops::BatchLayout& b,
+                     const ops::MlaParams& p) override;
+  void moe_route(TensorView ids, TensorView weights, ConstTensorView logits, ConstTensorView bias,
+                 const ops::MoeRouteParams& p) override;
+  void moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids, ConstTensorView weights,
+                   std::span<const ops::ExpertWeights> experts) override;
+  void sample(TensorView out, ConstTensorView logits, std::span<const ops::SamplingParams> params,
+              std::span<const uint64_t> steps) override;
+  void trace(ConstTensorView t, std::string_view name, int layer) override {
+    if (trace_) trace_(t, name, layer);
+  }
+
+ private:
+  bool capturing() const;
+  // Scratch for one op call: valid until the next op starts (stream order protects reuse).
+  TensorView scratch(Shape shape, DType dtype) { return scratch_.alloc(shape, dtype); }
+  void begin_op() { scratch_.reset(); }
+  void register_host_pages(const void* p, size_t bytes);
+  bool is_registered_host(const void* p) const;
+  // Host bytes -> pinned ring -> async copy on the stream (eager copy_from_host).
+  void* stage_h2d(const void* src, size_t n);
+  void h2d_sync(void* dst, const void* src, size_t n);
+
+  DeviceInfo info_;
+  Stream stream_ = nullptr;
+  DeviceArena scratch_;
+  TraceSink trace_;
+  // Pinned host staging for copy_from_host while the stream is being captured.
+  void* staging_ = nullptr;
+  size_t staging_size_ = 0, staging_used_ = 0;
+  // Eager copies: host memory is never handed to CUDA directly (a pageable buffer may straddle
+  // a registered page range, which CUDA rejects). H2D goes through a pinned ring of two halves;
+  // a half is refilled only after the event recorded when it was left has completed.
+  void* ring_ = nullptr;
+  size_t ring_half_ = 0, ring_off_ = 0;
+  int ring_cur_ = 0;
+  void* ring_event_[2] = {nullptr, nullptr};  // cudaEvent_t
+  bool ring_event_recorded_[2] = {false, false};
+  void* bounce_ = nullptr;  // pinned, for synchronous copies (copy_to_host, upload)
+  size_t bounce_size_ = 0;
+  // allocate(): host tensors registered as mapped memory (see allocate() in cuda_ops.cc).
+  std::map<uintptr_t, uintptr_t> registered_;  // page-aligned [begin, end) ranges
+  std::vector<Tensor> mapped_;                 // keeps registered memory alive
+};
+
+}  // namespace moe::cuda

@@ -1,0 +1,137 @@
+// CudaOps entries: noaux_tc router, routed experts, sampling.
+#include <algorithm>
+
+#include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/kernels/moe_experts/moe_experts.h"
+#include "backends/cuda/kernels/moe_route/moe_route.h"
+#include "backends/cuda/kernels/sample/sample.h"
+#include "backends/cuda/op_checks.h"
+
+namespace moe::cuda {
+
+void CudaOps::moe_route(TensorView ids, TensorView weights, ConstTensorView logits,
+                        ConstTensorView bias, const ops::MoeRouteParams& rp) {
+  check_f32(logits, 2, "moe_route.logits");
+  check_i32(ids, 2, "moe_route.ids");
+  check_f32(weights, 2, "moe_route.weights");
+  const int64_t T = logits.dim(0), E = logits.dim(1), K = rp.top_k, G = rp.n_group;
+  MOE_CHECK(ids.dim(0) == T && ids.dim(1) == K && weights.dim(0) == T && weights.dim(1) == K)
+      << "moe_route: ids " << ids.shape().to_string() << " weights " << weights.shape().to_string()
+      << " for T " << T << ", K " << K;
+  MOE_CHECK(bias.numel() == E && bias.is_contiguous() && G >= 1 && E % G == 0 &&
+            rp.topk_group >= 1 && rp.topk_group <= G && K >= 1 && K <= E)
+      << "moe_route: E " << E << ", bias " << bias.shape().to_string() << ", n_group " << G
+      << ", topk_group " << rp.topk_group << ", top_k " << K;
+  begin_op();
+  MoeRouteKernelParams p;
+  p.ids = ids.data<int32_t>();
+  p.ids_stride = ids.stride(0);
+  p.weights = weights.data<float>();
+  p.weights_stride = weights.stride(0);
+  p.logits = logits.data<float>();
+  p.logits_stride = logits.stride(0);
+  p.bias = bias.raw();
+  p.bias_wt = weight_type(bias.dtype(), "moe_route.bias");
+  p.T = T;
+  p.E = E;
+  p.K = K;
+  p.n_group = G;
+  p.topk_group = rp.topk_group;
+  p.norm_topk_prob = rp.norm_topk_prob;
+  p.routed_scaling_factor = rp.routed_scaling_factor;
+  launch_moe_route(p, stream_);
+}
+
+void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
+                          ConstTensorView weights, std::span<const ops::ExpertWeights> experts) {
+  check_f32(y, 2, "moe_experts.y");
+  check_f32(x, 2, "moe_experts.x");
+  check_i32(ids, 2, "moe_experts.ids");
+  check_f32(weights, 2, "moe_experts.weights");
+  const int64_t T = x.dim(0), D = x.dim(1), K = ids.dim(1),
+                E = static_cast<int64_t>(experts.size());
+  MOE_CHECK(y.shape() == x.shape() && ids.dim(0) == T && weights.dim(0) == T && weights.dim(1) == K)
+      << "moe_experts: x " << x.shape().to_string() << " y " << y.shape().to_string() << " ids "
+      << ids.shape().to_string() << " weights " << weights.shape().to_string();
+  MOE_CHECK(E >= 1 && E <= kMaxExperts)
+      << "moe_experts: " << E << " experts (supported: 1.." << kMaxExperts << ")";
+  const int64_t I = experts[0].gate.rows();
+  const DType dt = experts[0].gate.data.dtype();
+  begin_op();
+  MoeExpertsParams p;
+  for (int64_t e = 0; e < E; ++e) {
+    struct {
+      ConstTensorView gate, up, down;
+    } ew{dense_weight(experts[e].gate, "moe_experts.gate"),
+         dense_weight(experts[e].up, "moe_experts.up"),
+         dense_weight(experts[e].down, "moe_experts.down")};
+    MOE_CHECK(ew.gate.rank() == 2 && ew.gate.dim(0) == I && ew.gate.dim(1) == D &&
+              ew.up.rank() == 2 && ew.up.dim(0) == I && ew.up.dim(1) == D && ew.down.rank() == 2 &&
+              ew.down.dim(0) == D && ew.down.dim(1) == I)
+        << "moe_experts: expert " << e << " gate " << ew.gate.shape().to_string() << " up "
+        << ew.up.shape().to_string() << " down " << ew.down.shape().to_string() << ", expected I "
+        << I << ", D " << D;
+    MOE_CHECK(ew.gate.dtype() == dt && ew.up.dtype() == dt && ew.down.dtype() == dt &&
+              ew.gate.is_contiguous() && ew.up.is_contiguous() && ew.down.is_contiguous())
+        << "moe_experts: expert " << e << " weights must be contiguous and all " << dtype_name(dt);
+    p.gate[e] = ew.gate.raw();
+    p.up[e] = ew.up.raw();
+    p.down[e] = ew.down.raw();
+  }
+  p.y = y.data<float>();
+  p.y_stride = y.stride(0);
+  p.x = x.data<float>();
+  p.x_stride = x.stride(0);
+  p.ids = ids.data<int32_t>();
+  p.ids_stride = ids.stride(0);
+  p.weights = weights.data<float>();
+  p.weights_stride = weights.stride(0);
+  p.T = T;
+  p.D = D;
+  p.K = K;
+  p.I = I;
+  p.E = E;
+  p.wt = weight_type(dt, "moe_experts weights");
+  p.h = scratch({std::max<int64_t>(T * K, 1), I}, DType::kF32).data<float>();
+  launch_moe_experts(p, stream_);
+}
+
+void CudaOps::sample(TensorView out, ConstTensorView logits,
+                     std::span<const ops::SamplingParams> params, std::span<const uint64_t> steps) {
+  check_f32(logits, 2, "sample.logits");
+  const int64_t S = logits.dim(0), V = logits.dim(1);
+  MOE_CHECK(out.dtype() == DType::kI32 && out.numel() == S && out.is_contiguous())
+      << "sample.out " << out.shape().to_string() << " for " << S << " rows";
+  MOE_CHECK(static_cast<int64_t>(params.size()) == S && static_cast<int64_t>(steps.size()) == S)
+      << "sample: " << params.size() << " params and " << steps.size() << " steps for " << S
+      << " rows";
+  begin_op();
+  bool any_random = false;
+  for (const auto& sp : params) any_random |= sp.temperature > 0.f && sp.top_k != 1;
+  const int64_t v_pad = next_pow2(V);
+  const int64_t chunk_rows = std::min<int64_t>(S, kMaxSampleRows);
+  float* keys = nullptr;
+  int32_t* ids = nullptr;
+  if (any_random) {
+    keys = scratch({chunk_rows, v_pad}, DType::kF32).data<float>();
+    ids = scratch({chunk_rows, v_pad}, DType::kI32).data<int32_t>();
+  }
+  for (int64_t s0 = 0; s0 < S; s0 += kMaxSampleRows) {
+    SampleParams p;
+    p.S = std::min<int64_t>(kMaxSampleRows, S - s0);
+    p.out = out.data<int32_t>() + s0;
+    p.logits = logits.data<float>() + s0 * logits.stride(0);
+    p.logits_stride = logits.stride(0);
+    p.V = V;
+    for (int64_t i = 0; i < p.S; ++i) {
+      const ops::SamplingParams& sp = params[s0 + i];
+      p.rows[i] = {sp.temperature, sp.top_p, sp.top_k, sp.seed, steps[s0 + i]};
+    }
+    p.keys = keys;
+    p.ids = ids;
+    p.v_pad = v_pad;
+    launch_sample(p, stream_);  // chunks reuse the scratch rows in stream order
+  }
+}
+
+}  // namespace moe::cuda
