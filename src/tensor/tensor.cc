@@ -27,13 +27,22 @@ Tensor Tensor::zeros(Shape shape, DType dtype) {
   return t;
 }
 
-Tensor Tensor::wrap(std::shared_ptr<const void> owner, const void* data, DType dtype, Shape shape) {
+Tensor Tensor::wrap(std::shared_ptr<const void> owner, const void* data, DType dtype, Shape shape,
+                    Device device) {
   Tensor t;
   t.owner_ = std::move(owner);
   t.data_ = data;
   t.dtype_ = dtype;
   t.shape_ = shape;
+  t.device_ = device;
   t.mutable_ = false;
+  return t;
+}
+
+Tensor Tensor::wrap_mutable(std::shared_ptr<void> owner, void* data, DType dtype, Shape shape,
+                            Device device) {
+  Tensor t = wrap(std::move(owner), data, dtype, shape, device);
+  t.mutable_ = true;
   return t;
 }
 

@@ -145,15 +145,19 @@ class Tensor {
   static Tensor empty(Shape shape, DType dtype);
   // Host memory filled with zeros.
   static Tensor zeros(Shape shape, DType dtype);
-  // Wraps memory owned by `owner` (e.g. an mmap); the tensor keeps owner alive.
-  static Tensor wrap(std::shared_ptr<const void> owner, const void* data, DType dtype, Shape shape);
+  // Wraps read-only memory owned by `owner` (e.g. an mmap); the tensor keeps owner alive.
+  static Tensor wrap(std::shared_ptr<const void> owner, const void* data, DType dtype, Shape shape,
+                     Device device = Device::kCpu);
+  // Wraps mutable memory owned by `owner` (e.g. a cudaMalloc'd block with a cudaFree deleter).
+  static Tensor wrap_mutable(std::shared_ptr<void> owner, void* data, DType dtype, Shape shape,
+                             Device device);
 
   bool defined() const { return owner_ != nullptr; }
   TensorView view() {
     MOE_CHECK(mutable_) << "mutable view of a read-only tensor";
-    return TensorView(const_cast<void*>(data_), dtype_, shape_);
+    return TensorView(const_cast<void*>(data_), dtype_, shape_, device_);
   }
-  ConstTensorView view() const { return ConstTensorView(data_, dtype_, shape_); }
+  ConstTensorView view() const { return ConstTensorView(data_, dtype_, shape_, device_); }
   ConstTensorView cview() const { return view(); }
   template <typename T>
   T* data() {
@@ -165,6 +169,7 @@ class Tensor {
     return static_cast<const T*>(data_);
   }
   DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
   const Shape& shape() const { return shape_; }
   int64_t dim(int i) const { return shape_[i]; }
   int64_t numel() const { return shape_.numel(); }
@@ -175,6 +180,7 @@ class Tensor {
   const void* data_ = nullptr;
   DType dtype_ = DType::kF32;
   Shape shape_;
+  Device device_ = Device::kCpu;
   bool mutable_ = false;
 };
 

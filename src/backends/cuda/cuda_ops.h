@@ -75,8 +75,6 @@ class CudaOps final : public ops::Ops {
   // Scratch for one op call: valid until the next op starts (stream order protects reuse).
   TensorView scratch(Shape shape, DType dtype) { return scratch_.alloc(shape, dtype); }
   void begin_op() { scratch_.reset(); }
-  void register_host_pages(const void* p, size_t bytes);
-  bool is_registered_host(const void* p) const;
   // Host bytes -> pinned ring -> async copy on the stream (eager copy_from_host).
   void* stage_h2d(const void* src, size_t n);
   void h2d_sync(void* dst, const void* src, size_t n);
@@ -88,8 +86,8 @@ class CudaOps final : public ops::Ops {
   // Pinned host staging for copy_from_host while the stream is being captured.
   void* staging_ = nullptr;
   size_t staging_size_ = 0, staging_used_ = 0;
-  // Eager copies: host memory is never handed to CUDA directly (a pageable buffer may straddle
-  // a registered page range, which CUDA rejects). H2D goes through a pinned ring of two halves;
+  // Eager copies: pageable host memory is never handed to CUDA directly, so copy_from_host is
+  // truly asynchronous. H2D goes through a pinned ring of two halves;
   // a half is refilled only after the event recorded when it was left has completed.
   void* ring_ = nullptr;
   size_t ring_half_ = 0, ring_off_ = 0;
@@ -98,9 +96,6 @@ class CudaOps final : public ops::Ops {
   bool ring_event_recorded_[2] = {false, false};
   void* bounce_ = nullptr;  // pinned, for synchronous copies (copy_to_host, upload)
   size_t bounce_size_ = 0;
-  // allocate(): host tensors registered as mapped memory (see allocate() in cuda_ops.cc).
-  std::map<uintptr_t, uintptr_t> registered_;  // page-aligned [begin, end) ranges
-  std::vector<Tensor> mapped_;                 // keeps registered memory alive
 };
 
 }  // namespace moe::cuda

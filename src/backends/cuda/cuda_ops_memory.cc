@@ -39,8 +39,6 @@ CudaOps::CudaOps(const DeviceInfo& info)
 
 CudaOps::~CudaOps() {
   cudaStreamSynchronize(stream_);
-  for (const auto& [begin, end] : registered_) cudaHostUnregister(reinterpret_cast<void*>(begin));
-  mapped_.clear();
   cudaFreeHost(staging_);
   cudaFreeHost(ring_);
   cudaFreeHost(bounce_);
@@ -56,42 +54,17 @@ bool CudaOps::capturing() const {
   return st != cudaStreamCaptureStatusNone;
 }
 
-// The Ops contract returns an owning, mutable Tensor, but Tensor (src/tensor) can only own
-// mutable memory it allocated itself on the host (Tensor::wrap is read-only). Until Tensor can
-// wrap mutable device memory, allocate() returns a host tensor whose pages are registered as
-// mapped, pinned memory: kernels reach it at the same address over the bus (correct,
-// graph-capturable, slow for big KV caches). Registrations are page-granular and never overlap.
-void CudaOps::register_host_pages(const void* p, size_t bytes) {
-  uintptr_t lo = reinterpret_cast<uintptr_t>(p) & ~(kPage - 1);
-  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + bytes + kPage - 1) & ~(kPage - 1);
-  while (lo < hi) {
-    auto it = registered_.upper_bound(lo);  // first range starting after lo
-    if (it != registered_.begin()) {
-      auto prev = std::prev(it);
-      if (prev->second > lo) {  // lo inside an existing range
-        lo = prev->second;
-        continue;
-      }
-    }
-    const uintptr_t end = (it != registered_.end() && it->first < hi) ? it->first : hi;
-    MOE_CUDA_CHECK(cudaHostRegister(reinterpret_cast<void*>(lo), end - lo,
-                                    cudaHostRegisterMapped | cudaHostRegisterPortable),
-                   "allocate: cudaHostRegister");
-    void* dev = nullptr;
-    MOE_CUDA_CHECK(cudaHostGetDevicePointer(&dev, reinterpret_cast<void*>(lo), 0), "allocate");
-    MOE_CHECK(reinterpret_cast<uintptr_t>(dev) == lo)
-        << "allocate: the device cannot use host pointers of registered memory on " << info_.name
-        << "; this backend needs Tensor to own device memory (see docs/cuda-backend.md)";
-    registered_[lo] = end;
-    lo = end;
-  }
-}
-
 Tensor CudaOps::allocate(Shape shape, DType dtype, bool zero) {
-  Tensor t = zero ? Tensor::zeros(shape, dtype) : Tensor::empty(shape, dtype);
-  register_host_pages(t.data<std::byte>(), std::max<size_t>(t.nbytes(), 1));
-  mapped_.push_back(t);
-  return t;
+  void* p = nullptr;
+  const size_t n = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+  MOE_CUDA_CHECK(cudaSetDevice(info_.ordinal), "allocate");
+  MOE_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1)), "allocate: cudaMalloc");
+  if (zero) {
+    MOE_CUDA_CHECK(cudaMemsetAsync(p, 0, n, stream_), "allocate: cudaMemset");
+    MOE_CUDA_CHECK(cudaStreamSynchronize(stream_), "allocate");
+  }
+  std::shared_ptr<void> owner(p, [](void* q) { cudaFree(q); });
+  return Tensor::wrap_mutable(std::move(owner), p, dtype, shape, Device::kCuda);
 }
 
 Tensor CudaOps::upload(const Tensor& host) {
@@ -101,7 +74,7 @@ Tensor CudaOps::upload(const Tensor& host) {
   MOE_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1)), "upload: cudaMalloc");
   h2d_sync(p, host.data<std::byte>(), n);
   std::shared_ptr<const void> owner(p, [](const void* q) { cudaFree(const_cast<void*>(q)); });
-  return Tensor::wrap(std::move(owner), p, host.dtype(), host.shape());
+  return Tensor::wrap(std::move(owner), p, host.dtype(), host.shape(), Device::kCuda);
 }
 
 void CudaOps::copy_from_host(TensorView dst, const void* src) {
@@ -159,21 +132,11 @@ void CudaOps::h2d_sync(void* dst, const void* src, size_t n) {
   }
 }
 
-bool CudaOps::is_registered_host(const void* p) const {
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  auto it = registered_.upper_bound(a);
-  return it != registered_.begin() && std::prev(it)->second > a;
-}
-
 void CudaOps::copy_to_host(void* dst, ConstTensorView src) {
   MOE_CHECK(src.is_contiguous()) << "copy_to_host from a strided view " << src.shape().to_string();
   const size_t n = src.nbytes();
   MOE_CUDA_CHECK(cudaStreamSynchronize(stream_), "copy_to_host");
   if (n == 0) return;
-  if (is_registered_host(src.raw())) {  // allocate()'d mapped host memory
-    std::memcpy(dst, src.raw(), n);
-    return;
-  }
   for (size_t off = 0; off < n; off += bounce_size_) {
     const size_t c = std::min(bounce_size_, n - off);
     MOE_CUDA_CHECK(cudaMemcpyAsync(bounce_, static_cast<const std::byte*>(src.raw()) + off, c,
