@@ -1,5 +1,5 @@
 // moengine inspect: what a checkpoint holds: architecture, layers, parameters, dtypes and bytes
-// per role, and estimated memory.
+// per role (with each role's storage format: dense, nvfp4, fp8-block), and estimated memory.
 #include <cstdio>
 #include <map>
 #include <string>
@@ -54,10 +54,19 @@ int cmd_inspect(int argc, char** argv, int first) {
                                   std::to_string(cfg->index_topk))
                                      .c_str()
                                : "");
+  if (cfg->quant.format != io::QuantFormat::kNone) {
+    std::printf("quantization: %s (%s), %zu exclusion patterns%s\n",
+                std::string(io::quant_format_name(cfg->quant.format)).c_str(),
+                cfg->quant.source.c_str(), cfg->quant.exclude.size(),
+                cfg->quant.format == io::QuantFormat::kFp8Block
+                    ? (", block " + std::to_string(cfg->quant.block)).c_str()
+                    : "");
+  }
   struct RoleStats {
     int64_t params = 0;
     uint64_t bytes = 0;
     std::map<std::string, int> dtypes;
+    std::map<std::string, int> formats;
   };
   std::map<std::string, RoleStats> roles;
   int64_t params = 0;
@@ -65,21 +74,33 @@ int cmd_inspect(int argc, char** argv, int first) {
   for (const model::WeightSpec& s : model::weight_manifest(*cfg)) {
     const io::Checkpoint::Entry* e = ckpt->find(s.name);
     RoleStats& r = roles[std::string(model::role_name(s.role))];
-    r.params += s.shape.numel();
+    r.params += s.params();
     r.bytes += e->info->end - e->info->begin;
     r.dtypes[std::string(dtype_name(e->info->dtype))]++;
-    params += s.shape.numel();
+    if (s.part == model::TensorPart::kWeight) {
+      r.formats[s.format == ops::WeightFormat::kDense
+                    ? std::string("dense")
+                    : std::string(io::quant_format_name(s.format == ops::WeightFormat::kNvfp4
+                                                            ? io::QuantFormat::kNvfp4
+                                                            : io::QuantFormat::kFp8Block))]++;
+    }
+    params += s.params();
     bytes += e->info->end - e->info->begin;
   }
   std::printf("parameters: %lld (%.3f %s), weights %s\n", static_cast<long long>(params),
               params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M",
               human_bytes(static_cast<double>(bytes)).c_str());
-  std::printf("%-18s %14s %12s  %s\n", "role", "params", "bytes", "dtypes");
+  std::printf("%-22s %14s %12s %8s  %-16s %s\n", "role", "params", "bytes", "B/param", "format",
+              "dtypes");
   for (const auto& [name, r] : roles) {
-    std::string dts;
+    std::string dts, fmts;
     for (const auto& [d, n] : r.dtypes) dts += (dts.empty() ? "" : ", ") + d;
-    std::printf("%-18s %14lld %12s  %s\n", name.c_str(), static_cast<long long>(r.params),
-                human_bytes(static_cast<double>(r.bytes)).c_str(), dts.c_str());
+    for (const auto& [f, n] : r.formats) fmts += (fmts.empty() ? "" : "+") + f;
+    if (fmts.empty()) fmts = "dense";
+    std::printf("%-22s %14lld %12s %8.4f  %-16s %s\n", name.c_str(),
+                static_cast<long long>(r.params), human_bytes(static_cast<double>(r.bytes)).c_str(),
+                r.params ? static_cast<double>(r.bytes) / static_cast<double>(r.params) : 0.0,
+                fmts.c_str(), dts.c_str());
   }
   const uint64_t skipped = ckpt->total_bytes() - bytes;
   if (skipped)

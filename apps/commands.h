@@ -9,5 +9,7 @@ int cmd_inspect(int argc, char** argv, int first);
 int cmd_generate(int argc, char** argv, int first);
 int cmd_tokenize(int argc, char** argv, int first);
 int cmd_chat_template(int argc, char** argv, int first);
+int cmd_quantize(int argc, char** argv, int first);
+int cmd_tune_moe(int argc, char** argv, int first);
 
 }  // namespace moe::apps

@@ -14,12 +14,14 @@ constexpr const char* kUsage =
     "commands:\n"
     "  make-tiny      --arch glm_moe_dsa|deepseek_v3|deepseek_v32 --out DIR [--seed N]\n"
     "  inspect        --model-path DIR\n"
+    "  quantize       --model-path DIR --out DIR --format nvfp4|fp8-block [--max-shard-bytes N]\n"
     "  generate       --model-path DIR (--prompt-ids 1,2,3 | --prompt TEXT | --chat MESSAGE)\n"
     "                 [--max-new-tokens N] [--temperature T]\n"
     "                 [--top-p P] [--top-k K] [--seed S] [--ignore-eos] [--device cpu]\n"
     "                 [--threads N] [--output-format text|json]\n"
     "  tokenize       --model-path DIR [--text T]   (else JSON lines {\"text\": ...} on stdin)\n"
-    "  chat-template  --model-path DIR              (JSON {\"messages\": [...]} on stdin)\n";
+    "  chat-template  --model-path DIR              (JSON {\"messages\": [...]} on stdin)\n"
+    "  tune-moe       --model-path DIR              (measure MoE kernel configs on this GPU)\n";
 
 }  // namespace
 
@@ -39,6 +41,8 @@ int main(int argc, char** argv) {
     if (cmd == "generate") return moe::apps::cmd_generate(argc, argv, 2);
     if (cmd == "tokenize") return moe::apps::cmd_tokenize(argc, argv, 2);
     if (cmd == "chat-template") return moe::apps::cmd_chat_template(argc, argv, 2);
+    if (cmd == "quantize") return moe::apps::cmd_quantize(argc, argv, 2);
+    if (cmd == "tune-moe") return moe::apps::cmd_tune_moe(argc, argv, 2);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "moengine %s: out of host memory\n", cmd.c_str());
     return 2;

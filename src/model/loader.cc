@@ -1,3 +1,4 @@
+// load_model: config.json + checkpoint -> a ready Model.
 #include "model/loader.h"
 
 namespace moe::model {

@@ -515,6 +515,9 @@ Result<ModelConfig> parse_model_config(std::string_view json_text, std::string_v
     for (const std::string& p : problems) msg += "\n  - " + p;
     return invalid_argument(msg);
   }
+  if (auto qc = root.find("quantization_config"); qc != root.end() && !qc->is_null()) {
+    MOE_ASSIGN_OR_RETURN(c.quant, io::parse_quantization_config(*qc, src));
+  }
   return c;
 }
 
@@ -537,7 +540,11 @@ Result<ModelConfig> load_model_config(const std::filesystem::path& dir) {
   if (!in) return invalid_argument(p.string() + ": cannot open for reading");
   std::ostringstream ss;
   ss << in.rdbuf();
-  return parse_model_config(ss.str(), p.string());
+  MOE_ASSIGN_OR_RETURN(ModelConfig c, parse_model_config(ss.str(), p.string()));
+  if (std::filesystem::exists(dir / "hf_quant_config.json", ec)) {
+    MOE_ASSIGN_OR_RETURN(c.quant, io::load_quant_config(dir, json()));
+  }
+  return c;
 }
 
 }  // namespace moe::model

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "io/quant_config.h"
 
 namespace moe::model {
 
@@ -94,6 +95,10 @@ struct ModelConfig {
   // main-model layer l is MoE. Layers past the list (MTP) are MoE.
   std::vector<uint8_t> mlp_layer_is_moe;
 
+  // Quantization of the checkpoint's matrices: config.json `quantization_config`, overridden by
+  // hf_quant_config.json when the directory has one (load_model_config). kNone for BF16.
+  io::QuantConfig quant;
+
   // Derived helpers.
   int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
   bool is_moe_layer(int layer) const {
@@ -111,7 +116,7 @@ struct ModelConfig {
 // Parses config.json text. `source` names the file in error messages. Unknown model_type or
 // inconsistent fields give one InvalidArgument listing every problem and what is supported.
 Result<ModelConfig> parse_model_config(std::string_view json_text, std::string_view source);
-// Reads and parses <dir>/config.json.
+// Reads and parses <dir>/config.json, plus <dir>/hf_quant_config.json when present.
 Result<ModelConfig> load_model_config(const std::filesystem::path& dir);
 
 }  // namespace moe::model

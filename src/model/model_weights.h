@@ -26,7 +26,7 @@ struct AttentionWeights {
   ops::Weight q_b_proj;       // [H * (Dn + R), q_lora]
   ops::Weight kv_a_proj;      // [L + R, D]
   ConstTensorView kv_a_norm;  // [L]
-  ConstTensorView kv_b_proj;  // [H * (Dn + Dv), L]
+  ConstTensorView kv_b_proj;  // [H * (Dn + Dv), L]; dense (a quantized one is dequantized to F32)
   ops::Weight o_proj;         // [D, H * Dv]
   bool has_indexer = false;
   IndexerWeights indexer;
@@ -61,6 +61,8 @@ struct ModelWeights {
 
 // Validates the checkpoint against the manifest (all problems in one error), then binds each
 // tensor as `ops.upload` places it (the reference backend reads the mmapped file directly).
+// Quantized matrices keep their stored codes and scales (ops::Weight format, scale,
+// global_scale, input_scale; the F32 scalars are read on the host here).
 Result<ModelWeights> bind_weights(const ModelConfig& cfg, const io::Checkpoint& ckpt,
                                   ops::Ops& ops);
 

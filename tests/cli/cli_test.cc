@@ -4,12 +4,16 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../quant/quant_test_util.h"
 #include "model/tiny_model.h"
 
 namespace {
@@ -178,6 +182,197 @@ TEST_F(CliTest, WrongShapesOrDtypesAndNonsenseConfig) {
   expect_bad_input("inspect --model-path " + n.string(), {"num_experts_per_tok"});
   std::ofstream(n / "config.json", std::ios::trunc) << "{\"model_type\": ";
   expect_bad_input("inspect --model-path " + n.string(), {"config.json"});
+}
+
+}  // namespace
+
+// ---- quantize and quantized checkpoints ------------------------------------------------------
+
+namespace {
+
+// Rewrites dir/model.safetensors, passing every tensor through `edit` (false drops it).
+void edit_weights(const fs::path& dir,
+                  const std::function<bool(moe::testing::EditableTensor&)>& edit) {
+  fs::path tmp = dir.string() + "_edit";
+  ASSERT_TRUE(moe::testing::rewrite_checkpoint(dir, tmp, edit).ok());
+  fs::remove_all(dir);
+  fs::rename(tmp, dir);
+}
+
+TEST_F(CliTest, QuantizeNvfp4AndFp8BlockThenInspectAndGenerate) {
+  fs::path nv = dir_.string() + "_nvfp4", f8 = dir_.string() + "_fp8";
+  auto r =
+      run("quantize --model-path " + dir_.string() + " --out " + nv.string() + " --format nvfp4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << "no progress output when stderr is not a terminal: " << r.err;
+  auto hq = nlohmann::json::parse(slurp(nv / "hf_quant_config.json"));
+  EXPECT_EQ(hq["quantization"]["quant_algo"], "NVFP4");
+  EXPECT_EQ(hq["quantization"]["group_size"], 16);
+  EXPECT_EQ(hq["quantization"]["exclude_modules"][0], "lm_head");
+  r = run("inspect --model-path " + nv.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("quantization: nvfp4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nvfp4            F32, F8_E4M3, U8"), std::string::npos) << r.out;
+  r = run("generate --model-path " + nv.string() + " --prompt-ids 5,6,7 --max-new-tokens 4 " +
+          "--ignore-eos --output-format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["generated_ids"].size(), 4u);
+
+  r = run("quantize --model-path " + dir_.string() + " --out " + f8.string() +
+          " --format fp8-block --max-shard-bytes 60000");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(f8 / "model.safetensors.index.json"));
+  int shards = 0;
+  for (const auto& f : fs::directory_iterator(f8))
+    shards += f.path().filename().string().starts_with("model-00001-of-0000");
+  EXPECT_EQ(shards, 1) << r.out;  // several shards, named as HF names them
+  auto cfg = nlohmann::json::parse(slurp(f8 / "config.json"));
+  EXPECT_EQ(cfg["quantization_config"]["quant_method"], "fp8");
+  EXPECT_EQ(cfg["quantization_config"]["weight_block_size"], nlohmann::json({128, 128}));
+  r = run("inspect --model-path " + f8.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("fp8-block"), std::string::npos) << r.out;
+  r = run("generate --model-path " + f8.string() + " --prompt-ids 5,6,7 --max-new-tokens 4 " +
+          "--ignore-eos --output-format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  fs::remove_all(nv);
+  fs::remove_all(f8);
+}
+
+TEST_F(CliTest, QuantizeBadInput) {
+  fs::path out = dir_.string() + "_qbad";
+  expect_bad_input(
+      "quantize --model-path " + dir_.string() + " --out " + out.string() + " --format int4",
+      {"unknown --format 'int4'", "nvfp4, fp8-block"});
+  expect_bad_input("quantize --model-path " + dir_.string() + " --format nvfp4", {"--out"});
+  expect_bad_input("quantize --model-path /nonexistent --out " + out.string() + " --format nvfp4",
+                   {"/nonexistent"});
+  ASSERT_EQ(
+      run("quantize --model-path " + dir_.string() + " --out " + out.string() + " --format nvfp4")
+          .exit_code,
+      0);
+  expect_bad_input("quantize --model-path " + out.string() + " --out " + out.string() + "2" +
+                       " --format fp8-block",
+                   {"already quantized"});
+  fs::remove_all(out);
+}
+
+// Every class of broken quantized checkpoint: exit 2, one line naming the tensor.
+TEST_F(CliTest, BrokenQuantizedCheckpoints) {
+  fs::path base = dir_.string() + "_qbase", base8 = dir_.string() + "_qbase8";
+  ASSERT_EQ(
+      run("quantize --model-path " + dir_.string() + " --out " + base.string() + " --format nvfp4")
+          .exit_code,
+      0);
+  ASSERT_EQ(run("quantize --model-path " + dir_.string() + " --out " + base8.string() +
+                " --format fp8-block")
+                .exit_code,
+            0);
+  auto broken = [&](const std::string& name, const fs::path& from) {
+    fs::path d = dir_.string() + "_qb_" + name;
+    fs::remove_all(d);
+    fs::copy(from, d, fs::copy_options::recursive);
+    return d;
+  };
+  const std::string up = "model.layers.1.mlp.experts.0.up_proj";
+  auto gen = [](const fs::path& d) {
+    return "generate --model-path " + d.string() + " --prompt-ids 1";
+  };
+
+  fs::path d = broken("missing", base);  // missing scale
+  edit_weights(d, [&](auto& t) { return t.name != up + ".weight_scale"; });
+  expect_bad_input(gen(d), {"missing scale tensor", up + ".weight_scale"});
+
+  d = broken("misshaped", base);  // mis-shaped scale (same bytes, wrong shape)
+  edit_weights(d, [&](auto& t) {
+    if (t.name == up + ".weight_scale") t.shape = moe::Shape{t.shape[1], t.shape[0]};
+    return true;
+  });
+  expect_bad_input("inspect --model-path " + d.string(),
+                   {"wrong scale tensor", up + ".weight_scale"});
+
+  d = broken("packed", base);  // packed size does not match the shape
+  edit_weights(d, [&](auto& t) {
+    if (t.name == up + ".weight") {
+      t.shape = moe::Shape{t.shape[0], t.shape[1] / 2};
+      t.bytes.resize(t.bytes.size() / 2);
+    }
+    return true;
+  });
+  expect_bad_input(gen(d), {"packed size does not match", up + ".weight"});
+
+  d = broken("nan", base);  // NaN block scale
+  edit_weights(d, [&](auto& t) {
+    if (t.name == up + ".weight_scale") t.bytes[5] = std::byte{0x7F};
+    return true;
+  });
+  expect_bad_input(gen(d), {"NaN", up + ".weight_scale"});
+
+  d = broken("inf", base);  // Inf global scale
+  edit_weights(d, [&](auto& t) {
+    if (t.name == up + ".weight_scale_2") {
+      float inf = INFINITY;
+      std::memcpy(t.bytes.data(), &inf, 4);
+    }
+    return true;
+  });
+  expect_bad_input(gen(d), {"Inf", up + ".weight_scale_2"});
+
+  d = broken("group", base);  // group size other than 16
+  auto hq = nlohmann::json::parse(slurp(d / "hf_quant_config.json"));
+  hq["quantization"]["group_size"] = 32;
+  std::ofstream(d / "hf_quant_config.json", std::ios::trunc) << hq.dump();
+  expect_bad_input(gen(d), {"group_size", "16"});
+
+  d = broken("excluded", base);  // an excluded module that is quantized nevertheless
+  hq = nlohmann::json::parse(slurp(d / "hf_quant_config.json"));
+  hq["quantization"]["exclude_modules"].push_back("model.layers.1.mlp.experts.0*");
+  std::ofstream(d / "hf_quant_config.json", std::ios::trunc) << hq.dump();
+  expect_bad_input(
+      gen(d), {"model.layers.1.mlp.experts.0.", "is quantized", "model.layers.1.mlp.experts.0*"});
+
+  d = broken("algo", base);  // unknown quantization format
+  hq = nlohmann::json::parse(slurp(d / "hf_quant_config.json"));
+  hq["quantization"]["quant_algo"] = "W4A8_AWQ";
+  std::ofstream(d / "hf_quant_config.json", std::ios::trunc) << hq.dump();
+  expect_bad_input(gen(d), {"W4A8_AWQ", "supported: ModelOpt NVFP4"});
+  d = copy_model("gptq");
+  auto cfg = nlohmann::json::parse(slurp(d / "config.json"));
+  cfg["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}};
+  std::ofstream(d / "config.json", std::ios::trunc) << cfg.dump();
+  expect_bad_input("inspect --model-path " + d.string(), {"quant_method 'gptq'", "fp8"});
+
+  const std::string kvb = "model.layers.1.self_attn.kv_b_proj";  // FP8 block
+  d = broken("fp8missing", base8);
+  edit_weights(d, [&](auto& t) { return t.name != kvb + ".weight_scale_inv"; });
+  expect_bad_input(gen(d), {"missing scale tensor", kvb + ".weight_scale_inv"});
+  d = broken("fp8shape", base8);
+  edit_weights(d, [&](auto& t) {
+    if (t.name == kvb + ".weight_scale_inv") {
+      t.shape = moe::Shape{2, 1};
+      t.bytes.resize(8);
+    }
+    return true;
+  });
+  expect_bad_input(gen(d), {"wrong scale tensor", kvb + ".weight_scale_inv", "[1, 1]"});
+  d = broken("fp8nan", base8);
+  edit_weights(d, [&](auto& t) {
+    if (t.name == kvb + ".weight_scale_inv") {
+      float nan = NAN;
+      std::memcpy(t.bytes.data(), &nan, 4);
+    }
+    return true;
+  });
+  expect_bad_input(gen(d), {"NaN", kvb + ".weight_scale_inv"});
+  d = broken("fp8dense", base8);  // weights_proj stays BF16 in FP8 checkpoints
+  edit_weights(d, [&](auto& t) {
+    if (t.name == "model.layers.0.self_attn.indexer.weights_proj.weight") {
+      t.dtype = moe::DType::kF8E4M3;
+      t.bytes.resize(t.bytes.size() / 2);
+    }
+    return true;
+  });
+  expect_bad_input(gen(d), {"model.layers.0.self_attn.indexer.weights_proj.weight", "quantized"});
 }
 
 }  // namespace

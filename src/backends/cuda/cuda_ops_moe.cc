@@ -1,10 +1,17 @@
 // CudaOps entries: noaux_tc router, routed experts, sampling.
+// Routed experts take the grouped path (kernels/moe_grouped: tokens grouped by expert on the
+// device, each touched expert's weights streamed once per token tile) for BF16, FP8 block-128
+// and NVFP4 weights; F32/F16 weights and shapes it does not take use the token-major kernels.
 #include <algorithm>
+#include <memory>
+#include <string>
 
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/kernels/moe_experts/moe_experts.h"
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
 #include "backends/cuda/kernels/moe_route/moe_route.h"
 #include "backends/cuda/kernels/sample/sample.h"
+#include "backends/cuda/moe_config/moe_config.h"
 #include "backends/cuda/op_checks.h"
 
 namespace moe::cuda {
@@ -55,6 +62,29 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
       << ids.shape().to_string() << " weights " << weights.shape().to_string();
   MOE_CHECK(E >= 1 && E <= kMaxExperts)
       << "moe_experts: " << E << " experts (supported: 1.." << kMaxExperts << ")";
+  auto ge = std::make_unique<GroupedExperts>();
+  std::string why;
+  if (resolve_grouped_experts(experts, D, ge.get(), &why)) {
+    begin_op();
+    // TODO(moe-tune): CudaOps should hold a MoeTuneCache (moengine tune-moe); heuristic for now.
+    const MoeDeviceLimits lim = moe_limits(info_);
+    const MoeKernelConfig cfg = moe_heuristic_config(MoeShape{T, D, ge->I, E, K, ge->fmt}, lim);
+    const GroupedLaunch l = moe_launch(cfg, lim);
+    const int64_t TK = std::max<int64_t>(T * K, 1);
+    GroupedScratch s;
+    s.xa = scratch({std::max<int64_t>(T, 1), D}, DType::kBF16).raw();
+    s.sorted_slot = scratch({TK}, DType::kI32).data<int32_t>();
+    s.tiles = scratch({grouped_max_tiles(T, K, E, 8 * l.nb), 4}, DType::kI32).data<int32_t>();
+    s.num_tiles = scratch({1}, DType::kI32).data<int32_t>();
+    s.h = scratch({TK, ge->I}, DType::kBF16).raw();
+    s.out = scratch({TK, D}, DType::kF32).data<float>();
+    run_grouped_experts(*ge, y.data<float>(), y.stride(0), x.data<float>(), x.stride(0),
+                        ids.data<int32_t>(), ids.stride(0), weights.data<float>(),
+                        weights.stride(0), T, K, s, l, stream_);
+    return;
+  }
+  MOE_CHECK(experts[0].gate.format == ops::WeightFormat::kDense)
+      << "moe_experts: quantized experts need the grouped path, which refused them: " << why;
   const int64_t I = experts[0].gate.rows();
   const DType dt = experts[0].gate.data.dtype();
   begin_op();

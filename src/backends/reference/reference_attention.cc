@@ -84,7 +84,9 @@ void ReferenceOps::mla_attention(TensorView out, ConstTensorView q,
   MOE_CHECK(out.dim(0) == T && out.dim(1) == H && out.dim(2) == Dv);
   MOE_CHECK(kv_b.rank() == 2 && kv_b.dim(0) == H * (Dn + Dv) && kv_b.dim(1) == L);
   MOE_CHECK(latent_cache.data.dim(2) == L + R);
-  if (!selected.empty()) MOE_CHECK(selected.dtype() == DType::kI32 && selected.dim(0) == T);
+  if (!selected.empty()) {
+    MOE_CHECK(selected.dtype() == DType::kI32 && selected.dim(0) == T);
+  }
   const std::vector<float> wkvb = to_f32(kv_b);  // [H, Dn + Dv, L]
   const int32_t* seq = b.token_seq.data<int32_t>();
   const int32_t* pos = b.positions.data<int32_t>();

@@ -4,6 +4,8 @@
 
 #include "backends/reference/kernels_cpu.h"
 #include "backends/reference/reference_ops.h"
+#include "tensor/quant/fp8_block.h"
+#include "tensor/quant/nvfp4.h"
 
 namespace moe::reference {
 
@@ -57,10 +59,33 @@ void weight_row_f32(const ops::Weight& w, int64_t n, float* out) {
       for (int64_t k = 0; k < K; ++k) out[k] = load_f32(row, w.data.dtype(), k);
       return;
     }
-    default:
-      MOE_CHECK(false) << "weight format " << static_cast<int>(w.format)
-                       << " is not supported by the reference backend yet";
+    case ops::WeightFormat::kFp8Block: {  // data [N, K] F8_E4M3, scale [ceil(N/b), ceil(K/b)] F32
+      const int64_t K = w.cols(), b = w.block;
+      MOE_CHECK(w.data.dtype() == DType::kF8E4M3 && w.scale.dtype() == DType::kF32 && b > 0 &&
+                w.scale.is_contiguous() && w.scale.rank() == 2 &&
+                w.scale.dim(0) == quant::ceil_div(w.rows(), b) &&
+                w.scale.dim(1) == quant::ceil_div(K, b))
+          << "fp8 block weight " << w.data.shape().to_string() << " scale "
+          << w.scale.shape().to_string();
+      const uint8_t* q = static_cast<const uint8_t*>(w.data.raw()) + n * K;
+      const float* s = static_cast<const float*>(w.scale.raw()) + (n / b) * w.scale.dim(1);
+      quant::fp8_block_dequantize_row(q, s, K, b, out);
+      return;
+    }
+    case ops::WeightFormat::kNvfp4: {  // data [N, K/2] U8, scale [N, K/16] F8_E4M3
+      const int64_t K = w.cols();
+      MOE_CHECK(w.data.dtype() == DType::kU8 && w.scale.dtype() == DType::kF8E4M3 &&
+                w.scale.is_contiguous() && w.scale.rank() == 2 && w.scale.dim(0) == w.rows() &&
+                w.scale.dim(1) * quant::kNvfp4Group == K)
+          << "nvfp4 weight " << w.data.shape().to_string() << " scale "
+          << w.scale.shape().to_string();
+      const uint8_t* p = static_cast<const uint8_t*>(w.data.raw()) + n * (K / 2);
+      const uint8_t* s = static_cast<const uint8_t*>(w.scale.raw()) + n * w.scale.dim(1);
+      quant::nvfp4_dequantize_row(p, s, w.global_scale, K, out);
+      return;
+    }
   }
+  MOE_CHECK(false) << "unknown weight format " << static_cast<int>(w.format);
 }
 
 void ReferenceOps::linear(TensorView y, ConstTensorView x, const ops::Weight& w) {

@@ -1,0 +1,114 @@
+// Launchers of the grouped routed-expert kernels: one switch maps (format, tokens per tile,
+// gate_up/down) onto the template instances; grids are persistent and sized from the device.
+#include <algorithm>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels/moe_grouped/moe_grouped.cuh"
+
+namespace moe::cuda {
+namespace {
+
+template <typename Kernel>
+int ctas_per_sm(Kernel k, int threads, int wanted) {
+  int occ = 0;
+  MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, threads, 0),
+                 "moe_gemm occupancy");
+  MOE_CHECK(occ >= 1) << "moe_gemm: a CTA of " << threads << " threads does not fit on an SM";
+  return std::min(occ, std::max(wanted, 1));
+}
+
+template <GroupedFmt F, int NB>
+void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  const int threads = l.warps_per_cta * 32;
+  MOE_CHECK(threads >= 32 && threads <= grouped::kGemmMaxThreads)
+      << "moe_gemm: " << l.warps_per_cta << " warps per CTA (supported: 1.."
+      << grouped::kGemmMaxThreads / 32 << ")";
+  auto go = [&](auto k) {
+    const int grid = l.sm_count * ctas_per_sm(k, threads, l.ctas_per_sm);
+    k<<<grid, threads, 0, stream>>>(p);
+  };
+  if constexpr (NB == 8) {  // the double buffer does not fit the registers at 64 tokens
+    p.gate_up ? go(grouped::moe_gemm_kernel<F, NB, true, false>)
+              : go(grouped::moe_gemm_kernel<F, NB, false, false>);
+  } else if (p.gate_up)
+    l.pipelined ? go(grouped::moe_gemm_kernel<F, NB, true, true>)
+                : go(grouped::moe_gemm_kernel<F, NB, true, false>);
+  else
+    l.pipelined ? go(grouped::moe_gemm_kernel<F, NB, false, true>)
+                : go(grouped::moe_gemm_kernel<F, NB, false, false>);
+  MOE_CUDA_CHECK_LAUNCH(p.gate_up ? "moe_grouped/gate_up" : "moe_grouped/down");
+}
+
+template <GroupedFmt F>
+void launch_gemm_fmt(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  switch (l.nb) {
+    case 1:
+      return launch_gemm_nb<F, 1>(p, l, stream);
+    case 2:
+      return launch_gemm_nb<F, 2>(p, l, stream);
+    case 4:
+      return launch_gemm_nb<F, 4>(p, l, stream);
+    case 8:
+      if constexpr (F == GroupedFmt::kBf16) return launch_gemm_nb<F, 8>(p, l, stream);
+      [[fallthrough]];
+    default:
+      MOE_CHECK(false) << "moe_gemm: " << l.nb
+                       << " mma column blocks (supported: 1, 2, 4; 8 for BF16)";
+  }
+}
+
+}  // namespace
+
+int64_t grouped_k_multiple(GroupedFmt f) {
+  switch (f) {
+    case GroupedFmt::kBf16:  // 32 would do; 128 keeps tiny test models on the f32 path
+    case GroupedFmt::kFp8Block:
+      return 128;  // whole scale blocks
+    case GroupedFmt::kNvfp4:
+      return grouped::Fmt<GroupedFmt::kNvfp4>::kStepK;
+  }
+  return 128;
+}
+
+void launch_moe_group(const MoeGroupParams& p, Stream stream) {
+  MOE_CHECK(p.E >= 1 && p.E <= kMaxGroupedExperts && p.E <= grouped::kGroupThreads)
+      << "moe_group: " << p.E << " experts (supported: 1.." << kMaxGroupedExperts << ")";
+  MOE_CHECK(p.D % 8 == 0 && p.x_stride % 4 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0)
+      << "moe_group: x needs D % 8 == 0 and 16-byte aligned rows (D " << p.D << ", stride "
+      << p.x_stride << ")";
+  const int64_t units = p.T * p.D / 8;
+  const int64_t conv_blocks =
+      std::clamp<int64_t>((units + grouped::kGroupThreads - 1) / grouped::kGroupThreads, 1, 1024);
+  grouped::moe_group_kernel<<<static_cast<unsigned>(1 + conv_blocks), grouped::kGroupThreads, 0,
+                              stream>>>(p);
+  MOE_CUDA_CHECK_LAUNCH("moe_grouped/group");
+}
+
+void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  const int64_t rows = p.gate_up ? 16 : 32;
+  MOE_CHECK(p.N % rows == 0 && p.Kd % grouped_k_multiple(static_cast<GroupedFmt>(p.fmt)) == 0)
+      << "moe_gemm: N " << p.N << " must be a multiple of " << rows << " and K " << p.Kd << " of "
+      << grouped_k_multiple(static_cast<GroupedFmt>(p.fmt));
+  switch (static_cast<GroupedFmt>(p.fmt)) {
+    case GroupedFmt::kBf16:
+      return launch_gemm_fmt<GroupedFmt::kBf16>(p, l, stream);
+    case GroupedFmt::kFp8Block:
+      return launch_gemm_fmt<GroupedFmt::kFp8Block>(p, l, stream);
+    case GroupedFmt::kNvfp4:
+      return launch_gemm_fmt<GroupedFmt::kNvfp4>(p, l, stream);
+  }
+  MOE_CHECK(false) << "moe_gemm: format " << p.fmt << " (supported: BF16, FP8 block, NVFP4)";
+}
+
+void launch_moe_combine(float* y, int64_t y_stride, const float* out, const int32_t* ids,
+                        int64_t ids_stride, int64_t T, int64_t D, int64_t K, int64_t E,
+                        Stream stream) {
+  MOE_CHECK(D % 4 == 0 && y_stride % 4 == 0) << "moe_combine: D " << D << ", y stride " << y_stride;
+  const int64_t n = T * D / 4;
+  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((n + 255) / 256, 1, 4096));
+  grouped::moe_combine_kernel<<<blocks, 256, 0, stream>>>(y, y_stride, out, ids, ids_stride, T, D,
+                                                          K, E);
+  MOE_CUDA_CHECK_LAUNCH("moe_grouped/combine");
+}
+
+}  // namespace moe::cuda

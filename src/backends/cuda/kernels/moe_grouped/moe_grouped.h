@@ -1,0 +1,80 @@
+// Grouped routed experts (expert-major): tokens are grouped by expert on the device, then each
+// touched expert's weights are streamed once per tile of up to 8*NB of its tokens.
+//   1. moe_group:   xa = activations of x in the GEMM input type; counts, offsets and the tile
+//                   list (expert, first position, tokens) of the grouped order, all on device.
+//   2. gate_up:     h[pos, :] = silu(gate_e xa[tok]) * (up_e xa[tok])   (e, tok of position pos)
+//   3. down:        out[slot, :] = w[slot] * down_e h[pos]              (slot = t*K + k)
+//   4. combine:     y[t, :] = sum_k out[t*K + k, :]
+// No host synchronisation and fixed grids, so the whole sequence is CUDA-graph capturable.
+// Deterministic: every output element is written once by one thread, no atomics on values.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cuda/kernels/kernel_types.h"
+
+namespace moe::cuda {
+
+constexpr int kMaxGroupedExperts = 512;
+
+// Weight formats of the grouped kernels (ops::WeightFormat + dtype).
+enum class GroupedFmt : int {
+  kBf16 = 0,      // BF16 weights, BF16 activations, BF16 mma
+  kFp8Block = 1,  // E4M3 weights + F32 scale per 128x128, F16 activations, F16 mma
+  kNvfp4 = 2,     // E2M1 weights + E4M3 scale per 16 + F32 global, F16 activations, F16 mma
+};
+
+// One launch configuration of the grouped GEMMs (chosen by moe_config from DeviceInfo).
+struct GroupedLaunch {
+  int nb = 1;             // tokens per tile = 8 * nb (nb in {1, 2, 4, 8})
+  int warps_per_cta = 8;  // warps of one CTA (each warp takes work items on its own)
+  int ctas_per_sm = 2;    // persistent grid = sm_count * ctas_per_sm
+  int sm_count = 132;
+  bool pipelined = false;  // register double buffer of the weight stream (see the .cuh)
+};
+
+struct MoeGroupParams {
+  const float* x = nullptr;  // [T, D]
+  int64_t x_stride = 0;
+  const int32_t* ids = nullptr;  // [T, K]
+  int64_t ids_stride = 0;
+  int64_t T = 0, D = 0, K = 0, E = 0;
+  int fmt = 0;                     // GroupedFmt: activation type and k-order of xa
+  int tile_tokens = 8;             // tokens per tile
+  void* xa = nullptr;              // out [T, D] bf16 / f16
+  int32_t* sorted_slot = nullptr;  // out [T*K]: slot (t*K+k) at each grouped position
+  int32_t* tiles = nullptr;        // out [max_tiles, 4]: expert, first position, tokens, 0
+  int32_t* num_tiles = nullptr;    // out [1]
+  int64_t max_tiles = 0;
+};
+
+struct MoeGemmParams {
+  int fmt = 0;                // GroupedFmt
+  bool gate_up = true;        // true: gate_up + SiLU·up -> h; false: down -> out
+  int64_t N = 0;              // rows of one weight matrix (I for gate_up, D for down)
+  int64_t Kd = 0;             // reduction length (D for gate_up, I for down)
+  int64_t K = 0;              // experts per token (slot = t*K + k)
+  const void* act = nullptr;  // gate_up: xa [T, D]; down: h [T*K, I] (grouped order)
+  const int32_t* sorted_slot = nullptr;
+  const int32_t* tiles = nullptr;
+  const int32_t* num_tiles = nullptr;
+  const float* route_w = nullptr;  // [T, K] routing weights (down)
+  int64_t route_w_stride = 0;
+  void* out = nullptr;  // gate_up: h [T*K, I] (bf16/f16); down: out [T*K, D] f32
+  // Per expert: matrix 0 = gate (gate_up) or down, matrix 1 = up (gate_up only).
+  const void* w[2][kMaxGroupedExperts] = {};
+  const void* s[2][kMaxGroupedExperts] = {};  // fp8: [N/128, Kd/128] f32; nvfp4: [N, Kd/16] e4m3
+  float gs[2][kMaxGroupedExperts] = {};       // nvfp4 global scale
+};
+
+// K-granularity the GEMMs need of D and I (rows must be multiples of 32).
+int64_t grouped_k_multiple(GroupedFmt f);
+
+void launch_moe_group(const MoeGroupParams& p, Stream stream);
+void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);
+// y[t, :] = sum_k out[t*K + k, :]; NaN rows where an expert id is out of range.
+void launch_moe_combine(float* y, int64_t y_stride, const float* out, const int32_t* ids,
+                        int64_t ids_stride, int64_t T, int64_t D, int64_t K, int64_t E,
+                        Stream stream);
+
+}  // namespace moe::cuda

@@ -1,0 +1,162 @@
+// Grouped routed experts: weight resolution and the launch sequence (see the header).
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace moe::cuda {
+namespace {
+
+struct Mat {
+  const void* data;
+  const void* scale;
+  float gs;
+};
+
+// Validates one matrix [N, Kd] of format f and returns its pointers.
+Mat matrix(const ops::Weight& w, GroupedFmt f, int64_t N, int64_t Kd, const char* what, int64_t e) {
+  MOE_CHECK(w.rows() == N && w.cols() == Kd && w.data.is_contiguous())
+      << "moe_experts: expert " << e << " " << what << " " << w.data.shape().to_string()
+      << " (expected " << N << " x " << Kd << ", contiguous)";
+  switch (f) {
+    case GroupedFmt::kBf16:
+      MOE_CHECK(w.format == ops::WeightFormat::kDense && w.data.dtype() == DType::kBF16)
+          << "moe_experts: expert " << e << " " << what << " is not BF16 like expert 0";
+      return {w.data.raw(), nullptr, 1.f};
+    case GroupedFmt::kFp8Block:
+      MOE_CHECK(w.format == ops::WeightFormat::kFp8Block && w.data.dtype() == DType::kF8E4M3 &&
+                w.block == 128 && w.scale.dtype() == DType::kF32 && w.scale.is_contiguous() &&
+                w.scale.rank() == 2 && w.scale.dim(0) == (N + 127) / 128 &&
+                w.scale.dim(1) == (Kd + 127) / 128)
+          << "moe_experts: expert " << e << " " << what << " fp8 block weight "
+          << w.data.shape().to_string() << " scale " << w.scale.shape().to_string() << " block "
+          << w.block << " (expected F8_E4M3 data, F32 scale per 128 x 128)";
+      return {w.data.raw(), w.scale.raw(), 1.f};
+    case GroupedFmt::kNvfp4:
+      MOE_CHECK(w.format == ops::WeightFormat::kNvfp4 && w.data.dtype() == DType::kU8 &&
+                w.scale.dtype() == DType::kF8E4M3 && w.scale.is_contiguous() &&
+                w.scale.rank() == 2 && w.scale.dim(0) == N && w.scale.dim(1) * 16 == Kd)
+          << "moe_experts: expert " << e << " " << what << " nvfp4 weight "
+          << w.data.shape().to_string() << " scale " << w.scale.shape().to_string()
+          << " (expected U8 [N, K/2] data, F8_E4M3 [N, K/16] scale)";
+      return {w.data.raw(), w.scale.raw(), w.global_scale};
+  }
+  return {};
+}
+
+}  // namespace
+
+bool resolve_grouped_experts(std::span<const ops::ExpertWeights> experts, int64_t D,
+                             GroupedExperts* out, std::string* why) {
+  const int64_t E = static_cast<int64_t>(experts.size());
+  if (E < 1 || E > kMaxGroupedExperts) {
+    *why = "expert count " + std::to_string(E) + " (grouped path: 1.." +
+           std::to_string(kMaxGroupedExperts) + ")";
+    return false;
+  }
+  const ops::Weight& g0 = experts[0].gate;
+  GroupedFmt f;
+  switch (g0.format) {
+    case ops::WeightFormat::kDense:
+      if (g0.data.dtype() != DType::kBF16) {
+        *why = "dense weights that are not BF16";
+        return false;
+      }
+      f = GroupedFmt::kBf16;
+      break;
+    case ops::WeightFormat::kFp8Block:
+      f = GroupedFmt::kFp8Block;
+      break;
+    case ops::WeightFormat::kNvfp4:
+      f = GroupedFmt::kNvfp4;
+      break;
+    default:
+      *why = "unknown weight format";
+      return false;
+  }
+  const int64_t I = g0.rows(), km = grouped_k_multiple(f);
+  if (D % km != 0 || I % km != 0 || D % 32 != 0 || I % 32 != 0) {
+    *why = "D " + std::to_string(D) + " and I " + std::to_string(I) + " must be multiples of " +
+           std::to_string(std::max<int64_t>(km, 32));
+    return false;
+  }
+  out->fmt = f;
+  out->D = D;
+  out->I = I;
+  out->E = E;
+  for (MoeGemmParams* p : {&out->gate_up, &out->down}) {
+    p->fmt = static_cast<int>(f);
+    p->gate_up = p == &out->gate_up;
+    p->N = p->gate_up ? I : D;
+    p->Kd = p->gate_up ? D : I;
+  }
+  for (int64_t e = 0; e < E; ++e) {
+    const Mat g = matrix(experts[e].gate, f, I, D, "gate", e);
+    const Mat u = matrix(experts[e].up, f, I, D, "up", e);
+    const Mat d = matrix(experts[e].down, f, D, I, "down", e);
+    out->gate_up.w[0][e] = g.data;
+    out->gate_up.s[0][e] = g.scale;
+    out->gate_up.gs[0][e] = g.gs;
+    out->gate_up.w[1][e] = u.data;
+    out->gate_up.s[1][e] = u.scale;
+    out->gate_up.gs[1][e] = u.gs;
+    out->down.w[0][e] = d.data;
+    out->down.s[0][e] = d.scale;
+    out->down.gs[0][e] = d.gs;
+  }
+  return true;
+}
+
+int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens) {
+  const int64_t TK = T * K;
+  return std::max<int64_t>(1, (TK + tile_tokens - 1) / tile_tokens + std::min(E, TK));
+}
+
+void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, const float* x,
+                         int64_t x_stride, const int32_t* ids, int64_t ids_stride,
+                         const float* route_w, int64_t route_w_stride, int64_t T, int64_t K,
+                         const GroupedScratch& s, const GroupedLaunch& l, Stream stream) {
+  if (T == 0) return;
+  MoeGroupParams gp;
+  gp.x = x;
+  gp.x_stride = x_stride;
+  gp.ids = ids;
+  gp.ids_stride = ids_stride;
+  gp.T = T;
+  gp.D = ge.D;
+  gp.K = K;
+  gp.E = ge.E;
+  gp.fmt = static_cast<int>(ge.fmt);
+  gp.tile_tokens = 8 * l.nb;
+  gp.xa = s.xa;
+  gp.sorted_slot = s.sorted_slot;
+  gp.tiles = s.tiles;
+  gp.num_tiles = s.num_tiles;
+  gp.max_tiles = grouped_max_tiles(T, K, ge.E, gp.tile_tokens);
+  launch_moe_group(gp, stream);
+
+  MoeGemmParams p1 = ge.gate_up;
+  p1.K = K;
+  p1.act = s.xa;
+  p1.sorted_slot = s.sorted_slot;
+  p1.tiles = s.tiles;
+  p1.num_tiles = s.num_tiles;
+  p1.out = s.h;
+  launch_moe_gemm(p1, l, stream);
+
+  MoeGemmParams p2 = ge.down;
+  p2.K = K;
+  p2.act = s.h;
+  p2.sorted_slot = s.sorted_slot;
+  p2.tiles = s.tiles;
+  p2.num_tiles = s.num_tiles;
+  p2.route_w = route_w;
+  p2.route_w_stride = route_w_stride;
+  p2.out = s.out;
+  launch_moe_gemm(p2, l, stream);
+
+  launch_moe_combine(y, y_stride, s.out, ids, ids_stride, T, ge.D, K, ge.E, stream);
+}
+
+}  // namespace moe::cuda

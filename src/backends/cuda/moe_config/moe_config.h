@@ -1,0 +1,90 @@
+// Launch configurations of the grouped MoE kernels, chosen from the device's properties:
+// candidate enumeration (every candidate fits the device), a heuristic for shapes without a
+// measurement, and a JSON tune cache keyed by GPU name, compute capability, shape and format
+// (written by `moengine tune-moe`). Plain C++: no CUDA headers; thread-compatible values only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/device_info.h"
+#include "backends/cuda/kernels/moe_grouped/moe_grouped.h"
+#include "core/status.h"
+
+namespace moe::cuda {
+
+// The MoE layer a configuration is chosen for (one GPU's share of it).
+struct MoeShape {
+  int64_t T = 0;  // tokens
+  int64_t D = 0;  // hidden
+  int64_t I = 0;  // expert intermediate size (per GPU under TP)
+  int64_t E = 0;  // experts on this GPU
+  int64_t K = 0;  // experts per token
+  GroupedFmt fmt = GroupedFmt::kBf16;
+};
+
+struct MoeKernelConfig {
+  int nb = 1;             // tokens per tile = 8 * nb
+  int warps_per_cta = 8;  // <= 8
+  int ctas_per_sm = 1;
+  bool pipelined = false;  // register double buffer of the weight stream (not with nb 8)
+
+  int threads() const { return warps_per_cta * 32; }
+  // Shared memory per CTA: the register-streaming GEMMs stage nothing (activations come through
+  // L1); kept so every family of configs is checked the same way.
+  int64_t smem_bytes() const { return 0; }
+  // Registers per thread the instance needs (ptxas -v of moe_grouped.cu, sm_90a, CUDA 13.0;
+  // upper bound over gate_up and down).
+  int regs_per_thread(GroupedFmt f) const;
+  bool operator==(const MoeKernelConfig&) const = default;
+};
+
+// Device limits a configuration must respect (from DeviceInfo; tests build them by hand).
+struct MoeDeviceLimits {
+  int64_t smem_per_block_optin = 0;
+  int sm_count = 0;
+  int64_t regs_per_sm = 65536;
+  int max_threads_per_sm = 2048;
+};
+MoeDeviceLimits moe_limits(const DeviceInfo& d);
+
+// True if `c` can be launched on a device with `lim` for format `f` (smem, threads, registers).
+bool moe_config_fits(const MoeKernelConfig& c, GroupedFmt f, const MoeDeviceLimits& lim);
+// Every configuration the tuner may try for `s`; all of them fit `lim`.
+std::vector<MoeKernelConfig> moe_candidate_configs(const MoeShape& s, const MoeDeviceLimits& lim);
+// The configuration used without a tune-cache entry: token tile from the expected tokens per
+// expert (T*K/E, with room for Poisson spread), 8 warps, as many CTAs as registers allow.
+MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim);
+// GroupedLaunch for the kernels from a configuration.
+GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim);
+
+const char* moe_fmt_name(GroupedFmt f);
+// "NVIDIA H200|sm_90|D6144|I2048|E256|K8|T<=8|nvfp4": T is bucketed (powers of two).
+std::string moe_tune_key(const DeviceInfo& d, const MoeShape& s);
+int64_t moe_t_bucket(int64_t T);
+
+// Winners of `moengine tune-moe`, persisted as JSON:
+//   {"version": 1, "entries": {"<key>": {"nb": 2, "warps_per_cta": 8, "ctas_per_sm": 1,
+//                                         "pipelined": true, "us": 812.5}}}
+class MoeTuneCache {
+ public:
+  static Result<MoeTuneCache> load(const std::string& path);  // missing file: empty cache
+  Status save(const std::string& path) const;
+  // The cached config if present and still fitting the device; else the heuristic.
+  MoeKernelConfig select(const DeviceInfo& d, const MoeShape& s) const;
+  std::optional<MoeKernelConfig> find(const std::string& key) const;
+  void put(const std::string& key, const MoeKernelConfig& c, double us);
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    MoeKernelConfig cfg;
+    double us = 0;
+  };
+  std::map<std::string, Entry> entries_;
+};
+
+}  // namespace moe::cuda

@@ -1,0 +1,180 @@
+// Grouped routed experts (kernels/moe_grouped) against ReferenceOps on the same weights, for
+// BF16, FP8 block-128 and NVFP4 experts, T = 1..8192 (odd sizes), experts without tokens, all
+// tokens on one expert, and every token-tile width. The grouped path rounds activations to
+// BF16 (BF16 weights) or F16 (quantized weights), hence the 1e-2-level tolerance.
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
+#include "backends/cuda/moe_config/moe_config.h"
+#include "backends/reference/reference_ops.h"
+#include "cuda_test_util.h"
+#include "tensor/quant/fp8_block.h"
+#include "tensor/quant/nvfp4.h"
+
+namespace moe::cuda::testing {
+namespace {
+
+constexpr double kTolGrouped = 2e-2;  // max |err| / max |ref|, 16-bit activations
+
+enum class Fmt { kBf16, kFp8, kNvfp4 };
+const char* name(Fmt f) { return f == Fmt::kBf16 ? "bf16" : f == Fmt::kFp8 ? "fp8" : "nvfp4"; }
+
+// One matrix in host memory (kept alive) and its device copy.
+struct Mat {
+  Tensor data, scale;
+  ops::Weight host, dev;
+};
+
+class MoeGroupedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MOE_GPU_OR_SKIP(ops_);
+    dev_ = std::make_unique<DeviceTensors>(*ops_);
+  }
+
+  Mat make(Fmt f, int64_t N, int64_t K, uint32_t seed) {
+    Tensor w = randn({N, K}, seed, 0.1f);
+    Mat m;
+    if (f == Fmt::kBf16) {
+      m.data = cast(w, DType::kBF16);
+      m.host = ops::Weight(m.data.cview());
+      m.dev = ops::Weight(ConstTensorView(dev_->to_device(m.data)));
+      return m;
+    }
+    ops::Weight h, d;
+    if (f == Fmt::kFp8) {
+      m.data = Tensor::empty({N, K}, DType::kF8E4M3);
+      m.scale = Tensor::empty({(N + 127) / 128, (K + 127) / 128}, DType::kF32);
+      quant::fp8_block_quantize(w.data<float>(), N, K, 128, m.data.data<uint8_t>(),
+                                m.scale.data<float>());
+      h.format = d.format = ops::WeightFormat::kFp8Block;
+    } else {
+      m.data = Tensor::empty({N, K / 2}, DType::kU8);
+      m.scale = Tensor::empty({N, K / 16}, DType::kF8E4M3);
+      float amax = 0;
+      for (int64_t i = 0; i < w.numel(); ++i) amax = std::max(amax, std::fabs(w.data<float>()[i]));
+      const float gs = quant::nvfp4_global_scale(amax);
+      for (int64_t n = 0; n < N; ++n)
+        quant::nvfp4_quantize_row(w.data<float>() + n * K, K, gs,
+                                  m.data.data<uint8_t>() + n * K / 2,
+                                  m.scale.data<uint8_t>() + n * K / 16);
+      h.format = d.format = ops::WeightFormat::kNvfp4;
+      h.global_scale = d.global_scale = gs;
+    }
+    h.data = m.data.cview();
+    h.scale = m.scale.cview();
+    d.data = ConstTensorView(dev_->to_device(m.data));
+    d.scale = ConstTensorView(dev_->to_device(m.scale));
+    m.host = h;
+    m.dev = d;
+    return m;
+  }
+
+  // ids: kRandom (distinct experts per token), kOne (every slot on expert `one` when K == 1,
+  // else experts one..one+K-1 for every token).
+  enum class Routing { kRandom, kOne };
+
+  void check(Fmt f, int64_t T, int64_t D, int64_t I, int64_t E, int64_t K,
+             Routing r = Routing::kRandom, int nb = 0, bool pipelined = false) {
+    std::vector<Mat> mats;
+    std::vector<ops::ExpertWeights> ew_h, ew_d;
+    mats.reserve(3 * E);
+    for (int64_t e = 0; e < E; ++e) {
+      mats.push_back(make(f, I, D, 1000 + 3 * e));
+      mats.push_back(make(f, I, D, 1001 + 3 * e));
+      mats.push_back(make(f, D, I, 1002 + 3 * e));
+      ew_h.push_back({mats[3 * e].host, mats[3 * e + 1].host, mats[3 * e + 2].host});
+      ew_d.push_back({mats[3 * e].dev, mats[3 * e + 1].dev, mats[3 * e + 2].dev});
+    }
+    Tensor x = randn({T, D}, 7 + T);
+    std::vector<int32_t> ids(T * K);
+    std::mt19937 rng(T * 31 + E);
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<int32_t> all(E);
+      std::iota(all.begin(), all.end(), 0);
+      if (r == Routing::kRandom) std::shuffle(all.begin(), all.end(), rng);
+      for (int64_t k = 0; k < K; ++k)
+        ids[t * K + k] = r == Routing::kOne ? (E / 2 + k) % E : all[k];
+    }
+    Tensor ids_h = i32(ids, {T, K});
+    Tensor wts = randn({T, K}, 9 + T, 0.5f);
+    Tensor want = Tensor::empty({T, D}, DType::kF32);
+    ref_.moe_experts(want.view(), x.view(), ids_h.view(), wts.view(), ew_h);
+    TensorView y = dev_->poisoned({T, D}, DType::kF32);
+    TensorView xd = dev_->to_device(x), idd = dev_->to_device(ids_h), wd = dev_->to_device(wts);
+    if (nb == 0) {
+      ops_->moe_experts(y, xd, idd, wd, ew_d);
+    } else {  // an explicit tile width through the launcher
+      auto ge = std::make_unique<GroupedExperts>();
+      std::string why;
+      ASSERT_TRUE(resolve_grouped_experts(ew_d, D, ge.get(), &why)) << why;
+      GroupedLaunch l;
+      l.nb = nb;
+      l.pipelined = pipelined;
+      l.sm_count = ops_->device().sm_count;
+      const int64_t TK = T * K;
+      GroupedScratch s;
+      s.xa = dev_->poisoned({T, D}, DType::kF32).raw();  // f32 poison is big enough for 16-bit
+      s.sorted_slot = dev_->poisoned({TK}, DType::kI32).data<int32_t>();
+      s.tiles =
+          dev_->poisoned({grouped_max_tiles(T, K, E, 8 * nb), 4}, DType::kI32).data<int32_t>();
+      s.num_tiles = dev_->poisoned({1}, DType::kI32).data<int32_t>();
+      s.h = dev_->poisoned({TK, I}, DType::kF32).raw();
+      s.out = dev_->poisoned({TK, D}, DType::kF32).data<float>();
+      run_grouped_experts(*ge, y.data<float>(), D, xd.data<float>(), D, idd.data<int32_t>(), K,
+                          wd.data<float>(), K, T, K, s, l, ops_->stream());
+    }
+    const double err = rel_error(dev_->to_host(y), want);
+    EXPECT_LE(err, kTolGrouped) << name(f) << " T " << T << " D " << D << " I " << I << " E " << E
+                                << " K " << K << " nb " << nb << " pipelined " << pipelined;
+  }
+
+  ThreadPool pool_{8};
+  reference::ReferenceOps ref_{pool_};
+  std::unique_ptr<CudaOps> ops_;
+  std::unique_ptr<DeviceTensors> dev_;
+};
+
+const Fmt kFmts[] = {Fmt::kBf16, Fmt::kFp8, Fmt::kNvfp4};
+
+TEST_F(MoeGroupedTest, RandomRoutingOverTokenCounts) {
+  for (Fmt f : kFmts)
+    for (int64_t T : {1, 2, 3, 5, 8, 16, 33, 64, 127, 257, 1000})
+      check(f, T, /*D=*/256, /*I=*/128, /*E=*/16, /*K=*/4);
+}
+
+TEST_F(MoeGroupedTest, LargeBatch) {
+  for (Fmt f : kFmts) {
+    check(f, 4096, 128, 128, 8, 2);
+    check(f, 8192, 128, 128, 8, 2);
+  }
+}
+
+TEST_F(MoeGroupedTest, ExpertsWithoutTokensAndAllOnOne) {
+  for (Fmt f : kFmts) {
+    check(f, 3, 256, 128, 64, 2);                  // most experts get nothing
+    check(f, 1, 128, 256, 128, 8);                 // T = 1, wide top-k
+    check(f, 300, 128, 128, 8, 1, Routing::kOne);  // all tokens on one expert
+    check(f, 77, 128, 128, 8, 3, Routing::kOne);   // every token on the same 3
+  }
+}
+
+TEST_F(MoeGroupedTest, EveryTileWidth) {
+  for (Fmt f : kFmts)
+    for (int nb : {1, 2, 4, 8})
+      for (bool pipe : {false, true}) {
+        if (nb == 8 && f != Fmt::kBf16) continue;
+        check(f, 45, 384, 256, 8, 4, Routing::kRandom, nb, pipe);
+        check(f, 200, 128, 128, 4, 2, Routing::kOne, nb, pipe);
+        check(f, 9, 640, 384, 8, 2, Routing::kRandom, nb, pipe);  // remainder k-steps
+      }
+}
+
+TEST_F(MoeGroupedTest, GlmShapeSmallBatch) {  // real widths (D 6144, I 2048), few experts
+  for (Fmt f : kFmts) check(f, 5, 6144, 2048, 4, 2);
+}
+
+}  // namespace
+}  // namespace moe::cuda::testing

@@ -1,0 +1,130 @@
+// Quantized checkpoints against HuggingFace transformers: tests/fixtures/quant/<case> holds what
+// `moengine quantize` wrote from a BF16 golden fixture, and golden.json what HF (float32, eager)
+// computes on weights that tools/golden/make_quant_golden.py dequantized independently (torch ops
+// from the ModelOpt / DeepSeek formulas). Tolerances: docs/numerics.md.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "../model/model_test_util.h"
+#include "model/loader.h"
+#include "model/quantize_checkpoint.h"
+#include "model/weight_manifest.h"
+#include "quant_test_util.h"
+#include "runtime/generate.h"
+
+namespace moe::testing {
+namespace {
+
+constexpr double kLogitTolerance = 1e-4;  // max |err| / max |logit|
+
+struct QuantGolden {
+  std::vector<int32_t> prompt;
+  std::vector<float> last_logits;
+  std::vector<int32_t> greedy;
+  std::vector<std::vector<float>> layer_outputs_last;
+  std::string base;
+};
+
+QuantGolden read_quant_golden(const std::filesystem::path& dir) {
+  std::ifstream f(dir / "golden.json");
+  nlohmann::json j = nlohmann::json::parse(f);
+  return {j["prompt_ids"].get<std::vector<int32_t>>(), j["last_logits"].get<std::vector<float>>(),
+          j["greedy_ids"].get<std::vector<int32_t>>(),
+          j["layer_outputs_last"].get<std::vector<std::vector<float>>>(),
+          j["base"].get<std::string>()};
+}
+
+class QuantGoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QuantGoldenTest, LogitsAndLayerOutputsMatchTransformersOnDequantizedWeights) {
+  const auto dir = quant_fixture(GetParam());
+  QuantGolden g = read_quant_golden(dir);
+  auto h = Harness::load(dir);
+  ASSERT_TRUE(h);
+  EXPECT_NE(h->cfg().quant.format, io::QuantFormat::kNone);
+  std::vector<std::vector<float>> layer_out(h->cfg().num_hidden_layers);
+  h->ops.set_trace_sink([&](ConstTensorView t, std::string_view name, int layer) {
+    if (name != "layer_out") return;
+    ConstTensorView row = t.row(t.dim(0) - 1);
+    layer_out[layer].assign(row.data<float>(), row.data<float>() + row.numel());
+  });
+  for (auto policy : {model::MlaFormPolicy::kNaive, model::MlaFormPolicy::kAbsorbed}) {
+    std::vector<float> logits = h->prefill_logits(g.prompt, policy);
+    const double err = max_rel_error(logits, g.last_logits);
+    std::printf("%s policy %d: max rel logit error %.3g\n", GetParam().c_str(),
+                static_cast<int>(policy), err);
+    EXPECT_LT(err, kLogitTolerance) << GetParam() << " policy " << static_cast<int>(policy);
+    for (size_t l = 0; l < layer_out.size(); ++l)
+      EXPECT_LT(max_rel_error(layer_out[l], g.layer_outputs_last[l]), kLogitTolerance)
+          << "layer " << l;
+  }
+}
+
+// The check can fail: the quantized model's logits differ from the BF16 model's (the golden
+// values of the base fixture) by far more than the tolerance.
+TEST_P(QuantGoldenTest, QuantizationChangesTheLogitsBeyondTheTolerance) {
+  QuantGolden g = read_quant_golden(quant_fixture(GetParam()));
+  const auto base = std::filesystem::path(MOE_SOURCE_DIR) / "tests" / "fixtures" / g.base;
+  std::ifstream f(base / "golden.json");
+  auto bf16 = nlohmann::json::parse(f)["last_logits"].get<std::vector<float>>();
+  EXPECT_GT(max_rel_error(g.last_logits, bf16), 100 * kLogitTolerance);
+}
+
+TEST_P(QuantGoldenTest, GreedyTokensMatchTransformers) {
+  const auto dir = quant_fixture(GetParam());
+  QuantGolden g = read_quant_golden(dir);
+  auto h = Harness::load(dir);
+  ASSERT_TRUE(h);
+  model::KvCache cache = h->make_cache(4, 16);
+  runtime::GenerateOptions opt;
+  opt.max_new_tokens = static_cast<int64_t>(g.greedy.size());
+  opt.ignore_eos = true;
+  auto r = runtime::generate(h->model(), h->ops, h->ws, cache, g.prompt, opt);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->generated, g.greedy);
+}
+
+// The committed fixture is exactly what quantize_checkpoint writes today from the BF16 fixture
+// (so the golden values keep testing the current quantizer), sharded or not.
+TEST_P(QuantGoldenTest, QuantizerReproducesTheFixtureBytes) {
+  const auto dir = quant_fixture(GetParam());
+  QuantGolden g = read_quant_golden(dir);
+  const auto base = std::filesystem::path(MOE_SOURCE_DIR) / "tests" / "fixtures" / g.base;
+  auto ref = model::load_model_config(dir);
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  for (uint64_t shard : {uint64_t{4} << 30, uint64_t{60000}}) {
+    auto out = temp_dir("requant_" + GetParam() + std::to_string(shard));
+    model::QuantizeOptions opt;
+    opt.format = ref->quant.format;
+    opt.max_shard_bytes = shard;
+    auto rep = model::quantize_checkpoint(base, out, opt);
+    ASSERT_TRUE(rep.ok()) << rep.status().to_string();
+    EXPECT_EQ(rep->shards > 1, shard < (1u << 20)) << rep->shards;
+    auto a = io::Checkpoint::open(dir);
+    auto b = io::Checkpoint::open(out);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->entries().size(), b->entries().size());
+    for (const auto& [name, e] : a->entries()) {
+      const io::Checkpoint::Entry* f = b->find(name);
+      ASSERT_NE(f, nullptr) << name;
+      auto x = e.file->bytes(*e.info), y = f->file->bytes(*f->info);
+      EXPECT_EQ(e.info->dtype, f->info->dtype) << name;
+      EXPECT_EQ(e.info->shape, f->info->shape) << name;
+      EXPECT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end())) << name;
+    }
+    auto h = Harness::load(out);
+    ASSERT_TRUE(h);
+    EXPECT_LT(max_rel_error(h->prefill_logits(g.prompt), g.last_logits), kLogitTolerance);
+    std::filesystem::remove_all(out);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, QuantGoldenTest,
+                         ::testing::Values("glm_moe_dsa_nvfp4", "glm_moe_dsa_fp8",
+                                           "deepseek_v3_fp8"));
+
+}  // namespace
+}  // namespace moe::testing
