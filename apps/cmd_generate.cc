@@ -1,16 +1,24 @@
-// moengine generate: load a checkpoint, prefill the prompt, decode with the chosen sampler.
+// moengine generate: load a checkpoint, prefill the prompt, decode with the chosen sampler, on
+// the CPU (reference backend) or one GPU (--device cuda: CudaOps on device 0).
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "backends/reference/reference_ops.h"
 #ifdef MOE_HAVE_CUDA
+#include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/device_arena.h"
 #include "backends/cuda/device_info.h"
 #endif
 #include "cli_args.h"
 #include "commands.h"
+#include "io/checkpoint.h"
 #include "model/loader.h"
 #include "runtime/generate.h"
 #include "text/chat_template.h"
@@ -18,13 +26,41 @@
 #include "text/tokenizer.h"
 
 namespace moe::apps {
+namespace {
+
+std::string gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+  return buf;
+}
+
+// Device memory the forward's workspace and the ops' scratch need for a step of T tokens over
+// `ctx` cached tokens: an upper estimate from the model's widths (the arena grows to the real
+// high-water mark). Activations are f32: residual, norm and block outputs; attention q, kv and
+// out; FFN intermediates (dense, or K routed experts plus the shared one); router logits;
+// indexer q; attention scores and the indexer's sort rows over the context; the logits.
+int64_t workspace_bytes_estimate(const model::ModelConfig& c, int64_t T, int64_t ctx) {
+  const int64_t H = c.num_attention_heads, qk = c.qk_head_dim(), Dv = c.v_head_dim;
+  int64_t pow2 = 1;
+  while (pow2 < ctx) pow2 <<= 1;
+  const int64_t ffn = std::max<int64_t>(
+      c.intermediate_size,
+      c.moe_intermediate_size * (c.num_experts_per_tok + std::max(c.n_shared_experts, 1)));
+  const int64_t per_token = 4 * c.hidden_size + c.q_lora_rank + 2 * H * qk + H * Dv +
+                            2 * (c.kv_lora_rank + c.qk_rope_head_dim) + 3 * ffn +
+                            c.n_routed_experts + int64_t{c.index_n_heads} * c.index_head_dim +
+                            2 * pow2 + H * ctx + H * c.kv_lora_rank;
+  return 4 * T * per_token + 4 * c.vocab_size + (int64_t{64} << 20);
+}
+
+}  // namespace
 
 int cmd_generate(int argc, char** argv, int first) {
   const std::string cmd = "generate";
   auto args = CliArgs::parse(
       argc, argv, first,
       {"--model-path", "--prompt-ids", "--prompt", "--chat", "--max-new-tokens", "--temperature",
-       "--top-p", "--top-k", "--seed", "--device", "--threads", "--output-format"},
+       "--top-p", "--top-k", "--seed", "--device", "--threads", "--output-format", "--gpu-memory"},
       {"--ignore-eos"});
   if (!args.ok()) return fail(cmd, args.status());
   auto path = args->required("--model-path");
@@ -45,32 +81,32 @@ int cmd_generate(int argc, char** argv, int first) {
   if (!seed.ok()) return fail(cmd, seed.status());
   auto threads = args->get_int("--threads", 0, 0, 1024);
   if (!threads.ok()) return fail(cmd, threads.status());
+  // --gpu-memory GiB: the most device memory this run may use (default: all that is free).
+  auto gpu_memory = args->get_double("--gpu-memory", 0.0, 0.0, 1e6);
+  if (!gpu_memory.ok()) return fail(cmd, gpu_memory.status());
   const std::string device = args->optional("--device").value_or("cpu");
   const std::string format = args->optional("--output-format").value_or("text");
   if (format != "text" && format != "json")
     return fail(cmd,
                 invalid_argument("--output-format must be text or json, got '" + format + "'"));
-  if (device == "cuda") {
+  if (device != "cpu" && device != "cuda")
+    return fail(cmd, invalid_argument("--device must be cpu or cuda, got '" + device + "'"));
 #ifdef MOE_HAVE_CUDA
-    auto dev = cuda::query_device(0);
-    if (!dev.ok()) return fail(cmd, dev.status().with_context("--device cuda"));
-    return fail(cmd, unimplemented("--device cuda: found " + cuda::describe(*dev) +
-                                   ", but the CUDA model backend is not implemented yet; use "
-                                   "--device cpu"));
+  std::optional<cuda::DeviceInfo> dev;
+  if (device == "cuda") {
+    auto info = cuda::query_device(0);
+    if (!info.ok()) return fail(cmd, info.status().with_context("--device cuda"));
+    dev = *info;
+  }
 #else
+  if (device == "cuda")
     return fail(cmd, unimplemented("--device cuda: this build has no CUDA (configure with nvcc "
                                    "available and -DMOE_CUDA=ON); use --device cpu"));
 #endif
-  }
-  if (device != "cpu")
-    return fail(cmd, invalid_argument("--device must be cpu or cuda, got '" + device + "'"));
 
-  ThreadPool pool(static_cast<int>(*threads));
-  reference::ReferenceOps ops(pool);
-  auto loaded = model::load_model(*path, ops);
-  if (!loaded.ok()) return fail(cmd, loaded.status());
-  model::Model& m = *loaded->model;
-  const model::ModelConfig& cfg = m.config();
+  auto cfg_r = model::load_model_config(*path);
+  if (!cfg_r.ok()) return fail(cmd, cfg_r.status());
+  const model::ModelConfig& cfg = *cfg_r;
   // Text in and out needs the model's tokenizer (tokenizer.json); ids need none.
   std::optional<text::Tokenizer> tokenizer;
   const bool has_tokenizer =
@@ -120,12 +156,55 @@ int cmd_generate(int argc, char** argv, int first) {
   const int64_t page = 16;
   const int64_t kv_bytes =
       model::KvCache::bytes_per_token(cfg) * ((total + page - 1) / page) * page;
-  if (kv_bytes > (int64_t{8} << 30))
-    return fail(cmd, resource_exhausted("the KV cache for " + std::to_string(total) +
-                                        " tokens needs " + std::to_string(kv_bytes >> 20) +
-                                        " MiB on the CPU backend; lower --max-new-tokens"));
-  model::KvCache cache(cfg, (total + page - 1) / page, page, ops);
-  HostArena ws;
+
+  // The backend: the reference on a thread pool, or CudaOps on device 0 with a device arena.
+  ThreadPool pool(static_cast<int>(device == "cpu" ? *threads : 1));
+  std::unique_ptr<ops::Ops> ops;
+  std::unique_ptr<Workspace> ws;
+  std::string backend_desc;
+  if (device == "cpu") {
+    if (kv_bytes > (int64_t{8} << 30))
+      return fail(cmd, resource_exhausted("the KV cache for " + std::to_string(total) +
+                                          " tokens needs " + std::to_string(kv_bytes >> 20) +
+                                          " MiB on the CPU backend; lower --max-new-tokens"));
+    ops = std::make_unique<reference::ReferenceOps>(pool);
+    ws = std::make_unique<HostArena>();
+    backend_desc = "reference, " + std::to_string(pool.size()) + " threads";
+  }
+#ifdef MOE_HAVE_CUDA
+  if (device == "cuda") {
+    // Refuse before allocating anything: weights + KV cache + workspace vs free memory.
+    auto ckpt = io::Checkpoint::open(*path);
+    if (!ckpt.ok()) return fail(cmd, ckpt.status());
+    const int64_t weights = static_cast<int64_t>(ckpt->total_bytes());
+    const int64_t work = workspace_bytes_estimate(cfg, static_cast<int64_t>(ids.size()), total);
+    const int64_t needed = weights + kv_bytes + work;
+    int64_t available = dev->free_mem_bytes;
+    std::string avail_what = "free on " + cuda::describe(*dev);
+    if (*gpu_memory > 0 &&
+        static_cast<double>(available) > *gpu_memory * static_cast<double>(int64_t{1} << 30)) {
+      available = static_cast<int64_t>(*gpu_memory * static_cast<double>(int64_t{1} << 30));
+      avail_what = "allowed by --gpu-memory";
+    }
+    if (needed > available)
+      return fail(
+          cmd, resource_exhausted(
+                   "the model does not fit in GPU memory: needs " + gib(needed) + " (weights " +
+                   gib(weights) + " + KV cache " + gib(kv_bytes) + " for " + std::to_string(total) +
+                   " tokens + workspace ~" + gib(work) + "), " + gib(available) + " " + avail_what +
+                   "; use a quantized checkpoint (moengine quantize --format nvfp4), "
+                   "a shorter prompt or fewer --max-new-tokens, or --device cpu"));
+    auto cuda_ops = std::make_unique<cuda::CudaOps>(*dev);
+    ws = std::make_unique<cuda::DeviceArena>(dev->ordinal, cuda_ops->stream());
+    ops = std::move(cuda_ops);
+    backend_desc = "cuda, " + cuda::describe(*dev);
+  }
+#endif
+
+  auto loaded = model::load_model(*path, *ops);
+  if (!loaded.ok()) return fail(cmd, loaded.status());
+  model::Model& m = *loaded->model;
+  model::KvCache cache(cfg, (total + page - 1) / page, page, *ops);
 
   runtime::GenerateOptions opt;
   opt.max_new_tokens = *max_new;
@@ -147,7 +226,7 @@ int cmd_generate(int argc, char** argv, int first) {
       }
     };
   }
-  auto r = runtime::generate(m, ops, ws, cache, ids, opt);
+  auto r = runtime::generate(m, *ops, *ws, cache, ids, opt);
   if (!r.ok()) return fail(cmd, r.status());
   std::string text;
   if (tokenizer) {
@@ -170,17 +249,16 @@ int cmd_generate(int argc, char** argv, int first) {
     j["text"] = text;
     j["prefill_tokens_per_s"] = prefill_tps;
     j["decode_tokens_per_s"] = decode_tps;
+    j["device"] = device;
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::string s;
     for (int32_t id : r->generated) s += (s.empty() ? "" : ",") + std::to_string(id);
     std::printf("generated_ids: %s\n", s.c_str());
     std::printf("stopped: %s\n", r->stopped_at_eos ? "eos" : "max-new-tokens");
-    std::printf(
-        "prefill: %lld tokens, %.1f tokens/s; decode: %lld steps, %.1f tokens/s (%s, %d threads)\n",
-        static_cast<long long>(r->prefill_tokens), prefill_tps,
-        static_cast<long long>(r->decode_steps), decode_tps, std::string(ops.name()).c_str(),
-        pool.size());
+    std::printf("prefill: %lld tokens, %.1f tokens/s; decode: %lld steps, %.1f tokens/s (%s)\n",
+                static_cast<long long>(r->prefill_tokens), prefill_tps,
+                static_cast<long long>(r->decode_steps), decode_tps, backend_desc.c_str());
   }
   return 0;
 }

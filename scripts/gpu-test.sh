@@ -4,7 +4,10 @@
 #   bash scripts/gpu-test.sh            # unpack deps, configure sm_90a, build, ctest -L gpu,
 #                                       # compute-sanitizer memcheck (+ racecheck) on the model tests
 # Logs go to $OUT when it is set (the device tool), else build-gpu/logs. Env: MOE_GPU_JOBS
-# (build parallelism, default nproc), MOE_GPU_SANITIZE=0 to skip the sanitizer runs.
+# (build parallelism, default nproc), MOE_GPU_SANITIZE=0 to skip the sanitizer runs,
+# MOE_GPU_BENCH=1 to also write the GLM-5-shaped checkpoint (make-tiny --shape glm5, NVFP4,
+# MOE_BENCH_LAYERS layers, default 4) and run bench/decode_step on it (bench.txt); if the NVFP4
+# run fails, it retries with BF16 experts at MOE_BENCH_BF16_LAYERS (default 2) layers.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -44,7 +47,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITEC
   "${pkg_config_args[@]}" >"$logs/configure.log" 2>&1 || { tail -n 40 "$logs/configure.log"; exit 3; }
 
 step "build"
-targets=${MOE_GPU_TARGETS:-cuda_ops_tests cuda_model_tests}
+targets=${MOE_GPU_TARGETS:-cuda_ops_tests cuda_model_tests moe_grouped_tests moengine}
+[ "${MOE_GPU_BENCH:-0}" = 1 ] && targets="$targets decode_step_bench"
 # shellcheck disable=SC2086
 cmake --build "$build" -j"${MOE_GPU_JOBS:-$(nproc)}" --target $targets >"$logs/build.log" 2>&1 ||
   { grep -E "error|Error" "$logs/build.log" | head -n 40; exit 4; }
@@ -56,6 +60,33 @@ export MOE_REQUIRE_GPU=1
 grep -E "tests passed|tests failed|Total Test time|\*\*\*Failed|Failed  |Skipped" "$logs/ctest.log" |
   tee -a "$logs/summary.txt"
 
+if [ "${MOE_GPU_BENCH:-0}" = 1 ]; then
+  model=${MOE_BENCH_MODEL:-/tmp/moe-glm5-shape}
+  bench() {  # bench LABEL MAKE_TINY_ARGS...
+    local label=$1
+    shift
+    step "make-tiny --shape glm5 $* ($label)"
+    rm -rf "$model"
+    "$build/bin/moengine" make-tiny --shape glm5 --out "$model" "$@" 2>&1 | tail -n 2 |
+      tee -a "$logs/summary.txt" || return 1
+    du -sh "$model" | tee -a "$logs/summary.txt"
+    step "decode_step_bench ($label)"
+    timeout 400 "$build/bin/decode_step_bench" --model-path "$model" \
+      >"$logs/bench-$label.txt" 2>&1
+  }
+  if bench nvfp4 --layers "${MOE_BENCH_LAYERS:-4}"; then
+    cat "$logs/bench-nvfp4.txt" | tee -a "$logs/summary.txt"
+  else
+    tail -n 5 "$logs/bench-nvfp4.txt" | tee -a "$logs/summary.txt"
+    if bench bf16 --bf16 --layers "${MOE_BENCH_BF16_LAYERS:-2}"; then
+      cat "$logs/bench-bf16.txt" | tee -a "$logs/summary.txt"
+    else
+      tail -n 5 "$logs/bench-bf16.txt" | tee -a "$logs/summary.txt"
+      status=1
+    fi
+  fi
+  rm -rf "$model"
+fi
 if [ "${MOE_GPU_SANITIZE:-1}" = 1 ]; then
   bin="$build/bin/cuda_model_tests"
   step "compute-sanitizer memcheck: cuda_model_tests"

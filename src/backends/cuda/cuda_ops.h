@@ -38,6 +38,28 @@ class CudaOps final : public ops::Ops {
   // captured graph that used them will be replayed again.
   size_t capture_staging_used() const { return staging_used_; }
   void release_capture_staging() { staging_used_ = 0; }
+  // A host-to-device copy made while the stream was captured: the graph's memcpy node reads
+  // `staging` (pinned, owned by this CudaOps) into `dst`. Rewriting the staging bytes before a
+  // replay makes the replay copy new data (DecodeGraphRunner).
+  struct CapturedCopy {
+    void* dst = nullptr;
+    void* staging = nullptr;
+    size_t bytes = 0;
+  };
+  // Between begin_copy_record() and end_copy_record(), captured copy_from_host calls are listed.
+  void begin_copy_record() {
+    recorded_.clear();
+    recording_ = true;
+  }
+  std::vector<CapturedCopy> end_copy_record() {
+    recording_ = false;
+    return std::move(recorded_);
+  }
+  // cudaMallocs made by the op scratch arena; a growth invalidates graphs captured before it.
+  int scratch_growths() const { return scratch_.growths(); }
+  // Between steps, before a capture: merges the scratch arena's blocks into one now (a merge
+  // cannot happen while capturing, and a later one would free memory a graph uses).
+  void settle_scratch() { scratch_.reset(); }
 
   std::string_view name() const override { return "cuda"; }
   Tensor allocate(Shape shape, DType dtype, bool zero) override;
@@ -86,6 +108,8 @@ class CudaOps final : public ops::Ops {
   // Pinned host staging for copy_from_host while the stream is being captured.
   void* staging_ = nullptr;
   size_t staging_size_ = 0, staging_used_ = 0;
+  bool recording_ = false;
+  std::vector<CapturedCopy> recorded_;
   // Eager copies: pageable host memory is never handed to CUDA directly, so copy_from_host is
   // truly asynchronous. H2D goes through a pinned ring of two halves;
   // a half is refilled only after the event recorded when it was left has completed.

@@ -31,12 +31,11 @@ void CudaOps::embed(TensorView y, ConstTensorView ids, ConstTensorView table) {
 }
 
 void CudaOps::linear(TensorView y, ConstTensorView x, const ops::Weight& weight) {
-  const ConstTensorView w = dense_weight(weight, "linear.w");
+  const WeightArgs w = weight_args(weight, "linear.w");
   check_f32(y, 2, "linear.y");
   check_f32(x, 2, "linear.x");
-  MOE_CHECK(w.rank() == 2 && w.is_contiguous()) << "linear.w " << w.shape().to_string();
-  MOE_CHECK(x.dim(1) == w.dim(1) && y.dim(1) == w.dim(0) && x.dim(0) == y.dim(0))
-      << "linear: x " << x.shape().to_string() << " w " << w.shape().to_string() << " y "
+  MOE_CHECK(x.dim(1) == w.K && y.dim(1) == w.N && x.dim(0) == y.dim(0))
+      << "linear: x " << x.shape().to_string() << " w [" << w.N << ", " << w.K << "] y "
       << y.shape().to_string();
   begin_op();
   LinearParams p;
@@ -44,11 +43,14 @@ void CudaOps::linear(TensorView y, ConstTensorView x, const ops::Weight& weight)
   p.y_stride = y.stride(0);
   p.x = x.data<float>();
   p.x_stride = x.stride(0);
-  p.w = w.raw();
-  p.wt = weight_type(w.dtype(), "linear.w");
+  p.w = w.data;
+  p.wt = w.wt;
+  p.w_scale = w.scale;
+  p.w_block = w.block;
+  p.w_global_scale = w.global_scale;
   p.M = x.dim(0);
-  p.N = w.dim(0);
-  p.K = w.dim(1);
+  p.N = w.N;
+  p.K = w.K;
   launch_linear(p, stream_);
 }
 

@@ -90,6 +90,7 @@ void CudaOps::copy_from_host(TensorView dst, const void* src) {
         << "release_capture_staging() when old graphs are gone";
     std::memcpy(static_cast<std::byte*>(staging_) + off, src, n);
     staging_used_ = off + n;
+    if (recording_) recorded_.push_back({dst.raw(), static_cast<std::byte*>(staging_) + off, n});
     MOE_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), static_cast<std::byte*>(staging_) + off, n,
                                    cudaMemcpyHostToDevice, stream_),
                    "copy_from_host");

@@ -23,8 +23,62 @@ inline int weight_type(DType dt, const char* what) {
   return kWF32;
 }
 
-// The dense matrix of a weight; block-quantized formats (FP8 block, NVFP4) come with the
-// quantized-weights issue.
+// A weight in any ops::WeightFormat as kernel arguments (kernels/quant_weight.cuh), validated:
+// dense [N, K] F32/BF16/F16; FP8 block [N, K] F8_E4M3 + scale [ceil(N/b), ceil(K/b)] F32;
+// NVFP4 [N, K/2] U8 + scale [N, K/16] F8_E4M3 (K a multiple of 16).
+struct WeightArgs {
+  const void* data = nullptr;
+  const void* scale = nullptr;
+  int wt = kWF32;
+  int64_t N = 0, K = 0;
+  int64_t block = 128;
+  float global_scale = 1.f;
+};
+
+inline WeightArgs weight_args(const ops::Weight& w, const char* what) {
+  MOE_CHECK(w.data.rank() == 2 && w.data.is_contiguous())
+      << what << ": expected a contiguous 2-D matrix, got " << w.data.shape().to_string();
+  WeightArgs a;
+  a.data = w.data.raw();
+  a.N = w.rows();
+  a.K = w.cols();
+  switch (w.format) {
+    case ops::WeightFormat::kDense:
+      a.wt = weight_type(w.data.dtype(), what);
+      return a;
+    case ops::WeightFormat::kFp8Block: {
+      MOE_CHECK(w.data.dtype() == DType::kF8E4M3)
+          << what << ": FP8 block codes must be F8_E4M3, got " << dtype_name(w.data.dtype());
+      MOE_CHECK(w.block > 0) << what << ": FP8 block edge " << w.block;
+      const int64_t rows = ceil_div(a.N, w.block), cols = ceil_div(a.K, w.block);
+      MOE_CHECK(w.scale.dtype() == DType::kF32 && w.scale.rank() == 2 && w.scale.is_contiguous() &&
+                w.scale.dim(0) == rows && w.scale.dim(1) == cols)
+          << what << ": FP8 block scale must be contiguous F32 [" << rows << ", " << cols
+          << "] for " << w.data.shape().to_string() << " and block " << w.block << ", got "
+          << dtype_name(w.scale.dtype()) << " " << w.scale.shape().to_string();
+      a.wt = kWFp8Block;
+      a.scale = w.scale.raw();
+      a.block = w.block;
+      return a;
+    }
+    case ops::WeightFormat::kNvfp4:
+      MOE_CHECK(w.data.dtype() == DType::kU8)
+          << what << ": NVFP4 packed codes must be U8, got " << dtype_name(w.data.dtype());
+      MOE_CHECK(a.K % 16 == 0) << what << ": NVFP4 K = " << a.K << " is not a multiple of 16";
+      MOE_CHECK(w.scale.dtype() == DType::kF8E4M3 && w.scale.rank() == 2 &&
+                w.scale.is_contiguous() && w.scale.dim(0) == a.N && w.scale.dim(1) == a.K / 16)
+          << what << ": NVFP4 scale must be contiguous F8_E4M3 [" << a.N << ", " << a.K / 16
+          << "], got " << dtype_name(w.scale.dtype()) << " " << w.scale.shape().to_string();
+      a.wt = kWNvfp4;
+      a.scale = w.scale.raw();
+      a.global_scale = w.global_scale;
+      return a;
+  }
+  MOE_CHECK(false) << what << ": unknown weight format " << static_cast<int>(w.format);
+  return a;
+}
+
+// The dense matrix of a weight (ops that take only dense weights).
 inline ConstTensorView dense_weight(const ops::Weight& w, const char* what) {
   MOE_CHECK(w.format == ops::WeightFormat::kDense)
       << what << ": weight format " << static_cast<int>(w.format)

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/cuda/cuda_graph.h"
+#include "backends/cuda/decode_graph_runner.h"
 #include "cuda_test_util.h"
 #include "model/loader.h"
 #include "model_test_util.h"
@@ -150,6 +151,52 @@ TEST_P(CudaModelTest, DecodeStepGraphReplayEqualsEager) {
           << GetParam() << " sequence " << s << " replay " << rep;
   }
   EXPECT_EQ(h_.ws->growths(), growths);
+}
+
+// DecodeGraphRunner: step 1 eager, step 2 captured and replayed, steps 3-5 replays whose
+// inputs (ids, positions, seq_lens, page table) were refreshed in place. Every step's logits
+// equal an eager run of the same steps on a second cache, bit for bit.
+TEST_P(CudaModelTest, DecodeGraphRunnerReplaysNewStepsBitForBit) {
+  const int64_t V = h_.cfg().vocab_size;
+  model::KvCache eager_cache(h_.cfg(), 8, 16, *h_.ops), graph_cache(h_.cfg(), 8, 16, *h_.ops);
+  std::vector<model::KvCache::Sequence> eager_seqs(2), graph_seqs(2);
+  const std::vector<int32_t> p0(golden_.prompt.begin(), golden_.prompt.end());
+  const std::vector<int32_t> p1(golden_.prompt.begin(), golden_.prompt.begin() + 9);
+  auto first = h_.step(eager_cache, {&eager_seqs[0], &eager_seqs[1]}, {p0, p1});
+  auto first_g = h_.step(graph_cache, {&graph_seqs[0], &graph_seqs[1]}, {p0, p1});
+  for (int s = 0; s < 2; ++s)
+    ASSERT_EQ(0, std::memcmp(first[s].data(), first_g[s].data(), V * sizeof(float)));
+  // Fixed page-table width for the graph's key: both sequences get their pages up front.
+  for (auto* c : {&eager_cache, &graph_cache}) {
+    auto& seqs = c == &eager_cache ? eager_seqs : graph_seqs;
+    for (auto& sq : seqs) ASSERT_TRUE(c->reserve(sq, 32).ok());
+  }
+  DeviceArena graph_ws(h_.ops->device().ordinal, h_.ops->stream());
+  DeviceArena graph_out(h_.ops->device().ordinal, h_.ops->stream());
+  TensorView graph_logits = graph_out.alloc({2, V}, DType::kF32);  // [S, V], fixed address
+  DecodeGraphRunner runner(*h_.ops, graph_ws);
+  std::vector<std::vector<int32_t>> next = {{moe::testing::argmax(first[0])},
+                                            {moe::testing::argmax(first[1])}};
+  const DecodeGraphRunner::Mode want[] = {
+      DecodeGraphRunner::Mode::kEager, DecodeGraphRunner::Mode::kCaptured,
+      DecodeGraphRunner::Mode::kReplayed, DecodeGraphRunner::Mode::kReplayed,
+      DecodeGraphRunner::Mode::kReplayed};
+  for (int step = 0; step < 5; ++step) {
+    auto eager = h_.step(eager_cache, {&eager_seqs[0], &eager_seqs[1]}, next);
+    std::vector<model::SequenceInput> in = {{next[0], &graph_seqs[0]}, {next[1], &graph_seqs[1]}};
+    Status st = runner.run(2, [&](ops::Ops& o) {
+      return h_.model().forward(o, graph_ws, graph_cache, in, graph_logits);
+    });
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_EQ(runner.last_mode(), want[step]) << "step " << step;
+    auto got = h_.download(graph_logits, 2, V);
+    for (int s = 0; s < 2; ++s) {
+      EXPECT_EQ(graph_seqs[s].length, eager_seqs[s].length);
+      EXPECT_EQ(0, std::memcmp(got[s].data(), eager[s].data(), V * sizeof(float)))
+          << GetParam() << " step " << step << " sequence " << s;
+    }
+    next = {{moe::testing::argmax(eager[0])}, {moe::testing::argmax(eager[1])}};
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModelTest,

@@ -2,6 +2,7 @@
 // (T = 1, 3, 17, 64, 257, and 1000 where the reference is cheap), with poisoned outputs.
 // Tolerances (max |cuda - ref| / max |ref|) are listed in docs/cuda-backend.md.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "backends/reference/reference_ops.h"
@@ -125,6 +126,104 @@ TEST_F(CudaOpsTest, LinearAllDtypesStridedRows) {
       for (int64_t t = 0; t < T; ++t)
         std::memcpy(got_n.data<float>() + t * N, got.data<float>() + t * (N + 5), N * 4);
       EXPECT_LE(rel_error(got_n, want), kTolMatmul) << dtype_name(dt) << " T " << T;
+    }
+  }
+}
+
+// Host dequantization written from ops/weight.h (independent of tensor/quant), to check the
+// reference's weight_row_f32 and the kernel against the same formula.
+float fp8_e4m3_host(uint8_t b) {
+  const int e = (b >> 3) & 0xF, m = b & 7;
+  const float v =
+      e == 0 ? static_cast<float>(m) / 512.f : std::ldexp(1.f + static_cast<float>(m) / 8.f, e - 7);
+  return (b & 0x80) ? -v : v;
+}
+float e2m1_host(int c) {
+  static const float mag[8] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
+  return (c & 8) ? -mag[c & 7] : mag[c & 7];
+}
+
+struct QuantCase {
+  ops::WeightFormat format;
+  int64_t N, K, block;
+};
+
+// Random codes and scales of `c` (FP8 codes avoid NaN), plus their dense F32 dequantization.
+struct QuantWeightHost {
+  Tensor data, scale, dense;
+  float global_scale = 1.f;
+};
+QuantWeightHost random_quant_weight(const QuantCase& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  QuantWeightHost q;
+  q.dense = Tensor::empty({c.N, c.K}, DType::kF32);
+  float* d = q.dense.data<float>();
+  if (c.format == ops::WeightFormat::kFp8Block) {
+    const int64_t sr = (c.N + c.block - 1) / c.block, sc = (c.K + c.block - 1) / c.block;
+    q.data = Tensor::empty({c.N, c.K}, DType::kF8E4M3);
+    q.scale = Tensor::empty({sr, sc}, DType::kF32);
+    std::uniform_real_distribution<float> us(0.001f, 0.01f);
+    for (int64_t i = 0; i < sr * sc; ++i) q.scale.data<float>()[i] = us(rng);
+    uint8_t* codes = q.data.data<uint8_t>();
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t k = 0; k < c.K; ++k) {
+        uint8_t b;
+        do b = static_cast<uint8_t>(rng());
+        while ((b & 0x7F) == 0x7F);
+        codes[n * c.K + k] = b;
+        d[n * c.K + k] = fp8_e4m3_host(b) * q.scale.data<float>()[(n / c.block) * sc + k / c.block];
+      }
+  } else {
+    q.data = Tensor::empty({c.N, c.K / 2}, DType::kU8);
+    q.scale = Tensor::empty({c.N, c.K / 16}, DType::kF8E4M3);
+    q.global_scale = 0.37f;
+    uint8_t* packed = q.data.data<uint8_t>();
+    uint8_t* sc = q.scale.data<uint8_t>();
+    for (int64_t i = 0; i < c.N * c.K / 16; ++i)
+      sc[i] = static_cast<uint8_t>(0x20 + rng() % 0x28);  // 2^-3 .. 2^2, positive
+    for (int64_t i = 0; i < c.N * c.K / 2; ++i) packed[i] = static_cast<uint8_t>(rng());
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t k = 0; k < c.K; ++k) {
+        const uint8_t byte = packed[n * (c.K / 2) + k / 2];
+        const int code = (k & 1) ? byte >> 4 : byte & 0xF;
+        d[n * c.K + k] =
+            e2m1_host(code) * (fp8_e4m3_host(sc[n * (c.K / 16) + k / 16]) * q.global_scale);
+      }
+  }
+  return q;
+}
+
+// W8A16 / W4A16: the kernel dequantizes FP8 block-128 (partial edge blocks included) and NVFP4
+// weights; checked against ReferenceOps on the quantized Weight and on its dense dequantization.
+TEST_F(CudaOpsTest, LinearFp8BlockAndNvfp4) {
+  const std::vector<QuantCase> cases = {{ops::WeightFormat::kFp8Block, 200, 300, 128},
+                                        {ops::WeightFormat::kFp8Block, 64, 96, 32},
+                                        {ops::WeightFormat::kNvfp4, 80, 96, 0},
+                                        {ops::WeightFormat::kNvfp4, 130, 272, 0}};
+  for (const QuantCase& c : cases) {
+    QuantWeightHost q = random_quant_weight(c, static_cast<uint32_t>(c.N * 7 + c.K));
+    ops::Weight wh;
+    wh.format = c.format;
+    wh.data = q.data.view();
+    wh.scale = q.scale.view();
+    wh.block = c.block ? c.block : 128;
+    wh.global_scale = q.global_scale;
+    ops::Weight wd = wh;
+    wd.data = dev_->to_device(q.data);
+    wd.scale = dev_->to_device(q.scale);
+    for (int64_t T : kTokensCheap) {
+      Tensor x = randn({T, c.K}, static_cast<uint32_t>(30 + T));
+      Tensor want = Tensor::empty({T, c.N}, DType::kF32);
+      ref_.linear(want.view(), x.view(), wh);
+      Tensor want_dense = Tensor::empty({T, c.N}, DType::kF32);
+      ref_.linear(want_dense.view(), x.view(), q.dense.cview());
+      EXPECT_LE(rel_error(want, want_dense), 1e-12)
+          << "reference weight_row_f32 vs ops/weight.h formula, format "
+          << static_cast<int>(c.format);
+      TensorView y = dev_->poisoned({T, c.N}, DType::kF32);
+      ops_->linear(y, dev_->to_device(x), wd);
+      EXPECT_LE(rel_error(dev_->to_host(y), want), kTolMatmul)
+          << "format " << static_cast<int>(c.format) << " N " << c.N << " K " << c.K << " T " << T;
     }
   }
 }

@@ -10,7 +10,9 @@ namespace moe::cuda {
 
 using Stream = CUstream_st*;  // == cudaStream_t
 
-enum WType : int { kWF32 = 0, kWBF16 = 1, kWF16 = 2 };
+// Weight element types: dense dtypes, then the block-quantized formats of ops/weight.h
+// (kernels that take them dequantize through QuantWeight, kernels/quant_weight.cuh).
+enum WType : int { kWF32 = 0, kWBF16 = 1, kWF16 = 2, kWFp8Block = 3, kWNvfp4 = 4 };
 
 // ops::BatchLayout as raw device pointers plus the page pool size.
 struct LayoutParams {

@@ -18,8 +18,13 @@ void launch_linear(const LinearParams& p, Stream stream) {
     case kWF16:
       linear_kernel<__half><<<grid, kLinThreads, 0, stream>>>(p);
       break;
+    case kWFp8Block:
+    case kWNvfp4:
+      linear_kernel<void><<<grid, kLinThreads, 0, stream>>>(p);
+      break;
     default:
-      MOE_CHECK(false) << "linear: weight dtype code " << p.wt << " (supported: F32, BF16, F16)";
+      MOE_CHECK(false) << "linear: weight type code " << p.wt
+                       << " (supported: F32, BF16, F16, FP8 block, NVFP4)";
   }
   MOE_CUDA_CHECK_LAUNCH("linear");
 }
