@@ -10,21 +10,16 @@
 #include <utility>
 #include <vector>
 
+#include "io_test_util.h"
+
 namespace moe::io {
 namespace {
 
 namespace fs = std::filesystem;
 
-class CheckpointTest : public ::testing::Test {
+class CheckpointTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ =
-        fs::temp_directory_path() / ("moe_ckpt_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  CheckpointTest() : TempDirTest("moe_ckpt_") {}
 
   // Writes `names` as F32 [2] tensors holding {k, k + 0.5} where k is the tensor's position in
   // `names` plus `base`.
@@ -41,17 +36,9 @@ class CheckpointTest : public ::testing::Test {
     std::ofstream(dir_ / "model.safetensors.index.json")
         << R"({"metadata":{"total_size":0},"weight_map":)" << weight_map_json << "}";
   }
-  fs::path dir_;
 };
 
-void expect_error(const Status& s, StatusCode code, std::initializer_list<std::string> parts) {
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.code(), code) << s.to_string();
-  for (const std::string& p : parts) {
-    EXPECT_NE(s.message().find(p), std::string::npos)
-        << "missing '" << p << "' in: " << s.message();
-  }
-}
+using testing::expect_error;
 
 TEST_F(CheckpointTest, SingleFile) {
   write_shard("model.safetensors", {"a", "b"}, 1.0f);

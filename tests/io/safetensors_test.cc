@@ -11,27 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "io_test_util.h"
+
 namespace moe::io {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory per test, removed afterwards.
-class SafetensorsTest : public ::testing::Test {
+class SafetensorsTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ =
-        fs::temp_directory_path() / ("moe_st_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(dir_, ec);
-  }
-  fs::path dir_;
+  SafetensorsTest() : TempDirTest("moe_st_") {}
 };
 
 // File image: 8-byte little-endian header length, header text, `data_bytes` bytes of data.
@@ -50,15 +39,7 @@ Result<SafetensorsHeader> parse(const std::string& header, size_t data_bytes) {
   return parse_safetensors(img, "model.safetensors");
 }
 
-// Asserts failure with `code` and a message containing every one of `parts`.
-void expect_error(const Status& s, StatusCode code, std::initializer_list<std::string> parts) {
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.code(), code) << s.to_string();
-  for (const std::string& p : parts) {
-    EXPECT_NE(s.message().find(p), std::string::npos)
-        << "missing '" << p << "' in: " << s.message();
-  }
-}
+using testing::expect_error;
 
 TEST_F(SafetensorsTest, RoundTripsEveryDtype) {
   struct Case {
