@@ -28,7 +28,9 @@ std::vector<int64_t> attended_positions(ConstTensorView selected, int64_t t, int
   return keys;
 }
 
+// An empty row (a token that attends no key) stays empty: its output is 0.
 void softmax_inplace(std::vector<double>& s) {
+  if (s.empty()) return;
   double mx = *std::max_element(s.begin(), s.end());
   double sum = 0;
   for (double& v : s) sum += (v = std::exp(v - mx));

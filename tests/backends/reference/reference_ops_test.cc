@@ -160,6 +160,22 @@ TEST_F(ReferenceOpsTest, MlaWithOneSelectedKeyReturnsItsValue) {
     }
 }
 
+// A token whose selection is all padding gets 0 in both forms; the other token is unaffected.
+TEST_F(ReferenceOpsTest, MlaTokenWithoutAttendedKeysGivesZero) {
+  MlaSetup m;
+  Tensor sel = i32({-1, -1, -1, 8, 4, 6}, {2, 3});
+  for (ops::MlaForm form : {ops::MlaForm::kNaive, ops::MlaForm::kAbsorbed}) {
+    Tensor out = Tensor::empty({2, 3, 5}, DType::kF32);
+    for (int i = 0; i < 30; ++i) out.data<float>()[i] = std::nanf("");
+    ops.mla_attention(out.view(), m.q.view(), {m.cache.view()}, m.kvb.view(), sel.view(),
+                      m.layout(), {3, 4, 2, 5, 6, 0.3f, form});
+    for (int i = 0; i < 15; ++i) EXPECT_EQ(out.data<float>()[i], 0.f) << i;
+    float norm = 0;
+    for (int i = 15; i < 30; ++i) norm += std::fabs(out.data<float>()[i]);
+    EXPECT_TRUE(std::isfinite(norm) && norm > 0) << norm;
+  }
+}
+
 TEST_F(ReferenceOpsTest, DsaSelectsTopScoresCausallyAndPads) {
   MlaSetup m;
   Tensor kcache = randn({3, 4, 4}, 20);
