@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,6 +19,10 @@
 #include "ops/ops.h"
 
 namespace moe::cuda {
+
+class MoeTuneCache;   // backends/cuda/moe_config/moe_config.h
+class CublasLtGemm;   // backends/cuda/cublaslt_gemm.h
+struct LinearParams;  // backends/cuda/kernels/linear/linear.h
 
 class CudaOps final : public ops::Ops {
  public:
@@ -34,6 +39,18 @@ class CudaOps final : public ops::Ops {
   void synchronize();
   // Debug: named intermediates (device views) go to `sink`, which may copy_to_host them.
   void set_trace_sink(TraceSink sink) { trace_ = std::move(sink); }
+  // MoE launch configurations measured by `moengine tune-moe`: the grouped experts take
+  // cache->select(device, shape) (entries missing or not fitting this device: the heuristic).
+  // Null (the default): moe_heuristic_config only. Set between steps: a captured graph keeps
+  // the configurations it was captured with. The cache is immutable and may be shared.
+  void set_moe_tune_cache(std::shared_ptr<const MoeTuneCache> cache) {
+    moe_tune_ = std::move(cache);
+  }
+  // Reads a tune cache for device `d` (host only, no GPU needed). Errors (missing file, not
+  // JSON, a version other than 1, bad fields) say what to do; `warnings` gets a line per entry
+  // for `d` that does not fit it and one if no entry is for `d` (those shapes use the heuristic).
+  static Result<std::shared_ptr<const MoeTuneCache>> load_moe_tune_cache(
+      const std::string& path, const DeviceInfo& d, std::vector<std::string>* warnings);
   // Bytes of host staging held for captured graphs' host-to-device copies; release when no
   // captured graph that used them will be replayed again.
   size_t capture_staging_used() const { return staging_used_; }
@@ -57,6 +74,8 @@ class CudaOps final : public ops::Ops {
   }
   // cudaMallocs made by the op scratch arena; a growth invalidates graphs captured before it.
   int scratch_growths() const { return scratch_.growths(); }
+  // linear calls that went through cuBLASLt (dense BF16/F16, K % 128 == 0); tests check the path.
+  int64_t linear_cublaslt_calls() const { return linear_cublaslt_calls_; }
   // Between steps, before a capture: merges the scratch arena's blocks into one now (a merge
   // cannot happen while capturing, and a later one would free memory a graph uses).
   void settle_scratch() { scratch_.reset(); }
@@ -94,6 +113,8 @@ class CudaOps final : public ops::Ops {
 
  private:
   bool capturing() const;
+  // linear for FP8 block / NVFP4 weights via BF16 dequantization + cuBLASLt (false: not taken).
+  bool linear_quantized_cublaslt(const LinearParams& p);
   // Scratch for one op call: valid until the next op starts (stream order protects reuse).
   TensorView scratch(Shape shape, DType dtype) { return scratch_.alloc(shape, dtype); }
   void begin_op() { scratch_.reset(); }
@@ -105,6 +126,7 @@ class CudaOps final : public ops::Ops {
   Stream stream_ = nullptr;
   DeviceArena scratch_;
   TraceSink trace_;
+  std::shared_ptr<const MoeTuneCache> moe_tune_;  // null: heuristic MoE launch configs
   // Pinned host staging for copy_from_host while the stream is being captured.
   void* staging_ = nullptr;
   size_t staging_size_ = 0, staging_used_ = 0;
@@ -120,6 +142,13 @@ class CudaOps final : public ops::Ops {
   bool ring_event_recorded_[2] = {false, false};
   void* bounce_ = nullptr;  // pinned, for synchronous copies (copy_to_host, upload)
   size_t bounce_size_ = 0;
+  // cuBLASLt for linear with dense BF16/F16 weights: handle, fixed workspace, cached plans;
+  // made in the constructor, destroyed in the destructor.
+  std::unique_ptr<CublasLtGemm> gemm_;
+  int64_t linear_cublaslt_calls_ = 0;
+  // Largest M the small-M FP8 / NVFP4 kernel takes (above: dequantize + cuBLASLt, or the tile
+  // kernel); MOE_LINEAR_GEMV_MAX_M overrides it (docs/env.md).
+  int64_t linear_gemv_max_m_ = 4;
 };
 
 }  // namespace moe::cuda

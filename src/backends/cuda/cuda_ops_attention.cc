@@ -1,10 +1,49 @@
-// CudaOps entries: DSA indexer top-k and MLA attention (naive and absorbed forms).
+// CudaOps entries: DSA indexer top-k and MLA attention (naive form: one block per (token,
+// head); absorbed form: the three-stage decode kernels of kernels/mla_decode).
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/kernels/dsa_index_topk/dsa_index_topk.h"
 #include "backends/cuda/kernels/mla_attention/mla_attention.h"
+#include "backends/cuda/kernels/mla_decode/mla_decode.h"
 #include "backends/cuda/op_checks.h"
 
 namespace moe::cuda {
+
+namespace {
+
+// Absorbed-form kernel arguments (kernels/mla_decode) from views already validated by
+// CudaOps::mla_attention; the plan and scratch are filled in by the caller.
+MlaDecodeParams absorbed_params(TensorView out, ConstTensorView q, ConstTensorView cache,
+                                ConstTensorView kv_b, ConstTensorView selected,
+                                const LayoutParams& b, const ops::MlaParams& mp) {
+  MlaDecodeParams p;
+  p.out = out.data<float>();
+  p.out_s0 = out.stride(0);
+  p.out_s1 = out.stride(1);
+  p.q = q.data<float>();
+  p.q_s0 = q.stride(0);
+  p.q_s1 = q.stride(1);
+  p.cache = cache.data<float>();
+  p.kv_b = kv_b.raw();
+  p.wt = weight_type(kv_b.dtype(), "mla.kv_b");
+  p.H = mp.heads;
+  p.Dn = mp.nope_dim;
+  p.R = mp.rope_dim;
+  p.Dv = mp.v_dim;
+  p.L = mp.latent_dim;
+  p.softmax_scale = mp.softmax_scale;
+  p.b = b;
+  if (!selected.empty()) {
+    p.selected = selected.data<int32_t>();
+    p.sel_stride = selected.stride(0);
+    p.sel_k = selected.dim(1);
+    p.n_keys = p.sel_k;
+  } else {
+    p.n_keys = b.max_pages * b.page_size;
+  }
+  return p;
+}
+
+}  // namespace
 
 void CudaOps::dsa_index_topk(TensorView out, ConstTensorView q, ConstTensorView w,
                              ops::PagedCacheView k_cache, const ops::BatchLayout& b) {
@@ -54,7 +93,25 @@ void CudaOps::mla_attention(TensorView out, ConstTensorView q, ops::PagedCacheVi
   MOE_CHECK(latent_cache.data.dtype() == DType::kF32 && latent_cache.data.rank() == 3 &&
             latent_cache.data.dim(2) == L + R)
       << "mla.latent_cache " << latent_cache.data.shape().to_string();
+  if (!selected.empty()) {
+    check_i32(selected, 2, "mla.selected");
+    MOE_CHECK(selected.dim(0) == T) << "mla.selected " << selected.shape().to_string();
+  }
   begin_op();
+  if (mp.form == ops::MlaForm::kAbsorbed) {
+    MlaDecodeParams p = absorbed_params(out, q, latent_cache.data, kv_b, selected,
+                                        layout_params(b, latent_cache.data), mp);
+    mla_decode_plan(p, {info_.sm_count, info_.smem_per_sm, info_.smem_per_block_optin});
+    const MlaDecodeScratch s = mla_decode_scratch_floats(p);
+    p.qa = scratch({std::max<int64_t>(s.qa, 1)}, DType::kF32).data<float>();
+    p.ohat = scratch({std::max<int64_t>(s.ohat, 1)}, DType::kF32).data<float>();
+    if (p.splits > 1) {
+      p.part_o = scratch({s.part_o}, DType::kF32).data<float>();
+      p.part_ml = scratch({s.part_ml}, DType::kF32).data<float>();
+    }
+    launch_mla_decode(p, stream_);
+    return;
+  }
   MlaAttentionParams p;
   p.out = out.data<float>();
   p.out_s0 = out.stride(0);
@@ -71,11 +128,8 @@ void CudaOps::mla_attention(TensorView out, ConstTensorView q, ops::PagedCacheVi
   p.Dv = Dv;
   p.L = L;
   p.softmax_scale = mp.softmax_scale;
-  p.absorbed = mp.form == ops::MlaForm::kAbsorbed;
   p.b = layout_params(b, latent_cache.data);
   if (!selected.empty()) {
-    check_i32(selected, 2, "mla.selected");
-    MOE_CHECK(selected.dim(0) == T) << "mla.selected " << selected.shape().to_string();
     p.selected = selected.data<int32_t>();
     p.sel_stride = selected.stride(0);
     p.sel_k = selected.dim(1);

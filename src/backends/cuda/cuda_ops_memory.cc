@@ -4,14 +4,21 @@
 #include <cstring>
 #include <iterator>
 
+#include <cstdlib>
+#include "backends/cuda/cublaslt_gemm.h"
 #include "backends/cuda/cuda_check.h"
+
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/kernels/linear/linear.h"
 
 namespace moe::cuda {
 namespace {
 constexpr size_t kStagingBytes = size_t{4} << 20;
 constexpr size_t kRingHalfBytes = size_t{4} << 20;
 constexpr size_t kBounceBytes = size_t{8} << 20;
+// cuBLASLt workspace (linear): 32 MiB, what cuBLAS recommends on Hopper; fixed, so nothing is
+// allocated in the forward.
+constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
 constexpr uintptr_t kPage = 4096;
 
 Stream make_stream(int device) {
@@ -35,10 +42,19 @@ CudaOps::CudaOps(const DeviceInfo& info)
     MOE_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "CudaOps");
     e = ev;
   }
+  gemm_ = std::make_unique<CublasLtGemm>(info.ordinal, kGemmWorkspaceBytes);
+  if (const char* v = std::getenv("MOE_LINEAR_GEMV_MAX_M")) {
+    char* end = nullptr;
+    const long long m = std::strtoll(v, &end, 10);
+    MOE_CHECK(end != v && *end == '\0' && m >= 0 && m <= kLinearGemvMaxM)
+        << "MOE_LINEAR_GEMV_MAX_M=" << v << ": expected an integer 0.." << kLinearGemvMaxM;
+    linear_gemv_max_m_ = m;
+  }
 }
 
 CudaOps::~CudaOps() {
   cudaStreamSynchronize(stream_);
+  gemm_.reset();
   cudaFreeHost(staging_);
   cudaFreeHost(ring_);
   cudaFreeHost(bounce_);

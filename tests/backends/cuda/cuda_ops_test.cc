@@ -5,6 +5,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "backends/cuda/cuda_graph.h"
+#include "backends/cuda/kernels/linear/linear.h"
 #include "backends/reference/reference_ops.h"
 #include "cuda_test_util.h"
 
@@ -108,26 +110,92 @@ TEST_F(CudaOpsTest, Embed) {
   }
 }
 
-TEST_F(CudaOpsTest, LinearAllDtypesStridedRows) {
+// x [T, K] rounded to `dt` (BF16 or F16) and back: what the cuBLASLt path multiplies.
+Tensor round_through(const Tensor& x, DType dt) {
+  Tensor r = Tensor::empty(x.shape(), DType::kF32);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = x.data<float>()[i];
+    r.data<float>()[i] = dt == DType::kBF16 ? round_to_bf16(v) : f16_to_f32(to_f16(v));
+  }
+  return r;
+}
+
+// ops.linear with x [T, K] uploaded as columns [3, 3 + K) of a [T, K + 8] matrix whose other
+// columns are NaN, into columns [y_off, y_off + N) of a poisoned [T, N + 5] output (strided rows
+// on both sides). Returns y as a contiguous [T, N]; *outside_ok says whether every element
+// outside the slice is still poisoned (no write past a row).
+Tensor linear_strided(CudaOps& ops, DeviceTensors& dev, const Tensor& x, const ops::Weight& wd,
+                      int64_t N, int64_t y_off, bool* outside_ok) {
+  const int64_t T = x.dim(0), K = x.dim(1), W = N + 5;
+  Tensor xw = Tensor::empty({T, K + 8}, DType::kF32);
+  for (int64_t i = 0; i < xw.numel(); ++i) xw.data<float>()[i] = NAN;
+  for (int64_t t = 0; t < T; ++t)
+    std::memcpy(xw.data<float>() + t * (K + 8) + 3, x.data<float>() + t * K, K * 4);
+  ConstTensorView x_d = dev.to_device(xw).slice(1, 3, 3 + K);  // [T, K], row stride K + 8
+  TensorView y_wide = dev.poisoned({T, W}, DType::kF32);
+  ops.linear(y_wide.slice(1, y_off, y_off + N), x_d, wd);
+  Tensor got = dev.to_host(y_wide);
+  Tensor y = Tensor::empty({T, N}, DType::kF32);
+  *outside_ok = true;
+  for (int64_t t = 0; t < T; ++t) {
+    std::memcpy(y.data<float>() + t * N, got.data<float>() + t * W + y_off, N * 4);
+    for (int64_t c = 0; c < W; ++c)
+      if ((c < y_off || c >= y_off + N) && !std::isnan(got.data<float>()[t * W + c]))
+        *outside_ok = false;
+  }
+  return y;
+}
+
+// Dense weights. BF16/F16 with K % 128 == 0 go through cuBLASLt with x rounded to the weight
+// dtype: checked against the reference on the rounded x (only f32 accumulation differs) and on
+// the f32 x (the rounding's effect, docs/numerics.md); other K and F32 weights take the exact
+// tile kernel (vs the reference on the f32 x).
+TEST_F(CudaOpsTest, LinearDenseAllDtypesStridedRows) {
+  constexpr double kTolRoundedXBf16 = 4e-3;  // x rounded to BF16 (2^-9 relative per element)
+  constexpr double kTolRoundedXF16 = 1e-3;   // x rounded to F16 (2^-11)
+  struct Case {
+    int64_t N, K, y_off;
+  };
+  const std::vector<Case> cases = {{80, 96, 1}, {131, 384, 0}, {77, 203, 1}, {96, 256, 1}};
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
-    for (int64_t T : kTokensCheap) {
-      const int64_t K = 96, N = 80;
-      Tensor xw = randn({T, K + 8}, 10 + T);
-      ConstTensorView x_h = xw.view().slice(1, 3, 3 + K);  // strided rows
-      Tensor w = cast(randn({N, K}, 20), dt);
-      Tensor want = Tensor::empty({T, N}, DType::kF32);
-      ref_.linear(want.view(), x_h, w.cview());
-      ConstTensorView x_d = dev_->to_device(xw).slice(1, 3, 3 + K);
-      TensorView y_wide = dev_->poisoned({T, N + 5}, DType::kF32);
-      TensorView y = y_wide.slice(1, 0, N);
-      ops_->linear(y, x_d, ConstTensorView(dev_->to_device(w)));
-      Tensor got = dev_->to_host(y_wide);
-      Tensor got_n = Tensor::empty({T, N}, DType::kF32);
-      for (int64_t t = 0; t < T; ++t)
-        std::memcpy(got_n.data<float>() + t * N, got.data<float>() + t * (N + 5), N * 4);
-      EXPECT_LE(rel_error(got_n, want), kTolMatmul) << dtype_name(dt) << " T " << T;
+    for (const Case& c : cases) {
+      Tensor w = cast(randn({c.N, c.K}, static_cast<uint32_t>(20 + c.K)), dt);
+      ConstTensorView w_d = dev_->to_device(w);
+      for (int64_t T : kTokensCheap) {
+        Tensor x = randn({T, c.K}, static_cast<uint32_t>(10 + T));
+        Tensor want = Tensor::empty({T, c.N}, DType::kF32);
+        ref_.linear(want.view(), x.view(), w.cview());
+        const int64_t lt_before = ops_->linear_cublaslt_calls();
+        bool outside_ok = false;
+        Tensor got = linear_strided(*ops_, *dev_, x, ops::Weight(w_d), c.N, c.y_off, &outside_ok);
+        const bool lt = ops_->linear_cublaslt_calls() > lt_before;
+        const std::string what = std::string(dtype_name(dt)) + " N " + std::to_string(c.N) + " K " +
+                                 std::to_string(c.K) + " T " + std::to_string(T) +
+                                 (lt ? " (cuBLASLt)" : " (tile)");
+        EXPECT_TRUE(outside_ok) << what << ": wrote outside y's columns";
+        if (dt == DType::kF32 || c.K % 128 != 0) {
+          EXPECT_FALSE(lt) << what;
+          EXPECT_LE(rel_error(got, want), kTolMatmul) << what;
+          continue;
+        }
+        if (c.y_off == 0) {
+          EXPECT_TRUE(lt) << what << ": aligned y, expected the cuBLASLt path";
+        }
+        if (!lt) {  // no cuBLASLt algorithm for this alignment: the exact fallback
+          EXPECT_LE(rel_error(got, want), kTolMatmul) << what;
+          continue;
+        }
+        Tensor xr = round_through(x, dt);
+        Tensor want_r = Tensor::empty({T, c.N}, DType::kF32);
+        ref_.linear(want_r.view(), xr.view(), w.cview());
+        EXPECT_LE(rel_error(got, want_r), kTolMatmul) << what << " vs reference on rounded x";
+        const double err = rel_error(got, want);
+        EXPECT_LE(err, dt == DType::kBF16 ? kTolRoundedXBf16 : kTolRoundedXF16) << what;
+        if (T == 1000) std::printf("[ linear ] %s: %.3g vs the f32 reference\n", what.c_str(), err);
+      }
     }
   }
+  EXPECT_GT(ops_->linear_cublaslt_calls(), 0);
 }
 
 // Host dequantization written from ops/weight.h (independent of tensor/quant), to check the
@@ -193,13 +261,22 @@ QuantWeightHost random_quant_weight(const QuantCase& c, uint32_t seed) {
   return q;
 }
 
-// W8A16 / W4A16: the kernel dequantizes FP8 block-128 (partial edge blocks included) and NVFP4
-// weights; checked against ReferenceOps on the quantized Weight and on its dense dequantization.
+// W8A16 / W4A16: FP8 block-128 (partial edge blocks included) and NVFP4 weights dequantized in
+// the kernel, checked against ReferenceOps on the quantized Weight and on its dense
+// dequantization. M <= 4 takes the small-M kernel (16-byte loads when K % 16 == 0 (FP8) /
+// K % 32 == 0 (NVFP4), bytewise otherwise; split-K for few output rows and K >= 2048); larger M
+// with K % 128 == 0 the BF16 dequantization + cuBLASLt path (x rounded to BF16; FP8 weights
+// rounded to BF16 too: tolerance 6e-3), else the tile kernel; x and y are strided.
 TEST_F(CudaOpsTest, LinearFp8BlockAndNvfp4) {
-  const std::vector<QuantCase> cases = {{ops::WeightFormat::kFp8Block, 200, 300, 128},
-                                        {ops::WeightFormat::kFp8Block, 64, 96, 32},
-                                        {ops::WeightFormat::kNvfp4, 80, 96, 0},
-                                        {ops::WeightFormat::kNvfp4, 130, 272, 0}};
+  const std::vector<QuantCase> cases = {
+      {ops::WeightFormat::kFp8Block, 200, 300, 128},  {ops::WeightFormat::kFp8Block, 64, 96, 32},
+      {ops::WeightFormat::kFp8Block, 131, 1040, 128}, {ops::WeightFormat::kFp8Block, 96, 4224, 128},
+      {ops::WeightFormat::kNvfp4, 80, 96, 0},         {ops::WeightFormat::kNvfp4, 130, 272, 0},
+      {ops::WeightFormat::kNvfp4, 131, 2080, 0},      {ops::WeightFormat::kNvfp4, 40, 4128, 0},
+      {ops::WeightFormat::kNvfp4, 130, 384, 0},       {ops::WeightFormat::kFp8Block, 77, 256, 32}};
+  const std::vector<int64_t> tokens = {1, 2, 3, 4, 5, 9, 16, 17, 64, 257, 1000};
+  constexpr double kTolDequantBf16 = 6e-3;
+  int dequant_taken = 0;
   for (const QuantCase& c : cases) {
     QuantWeightHost q = random_quant_weight(c, static_cast<uint32_t>(c.N * 7 + c.K));
     ops::Weight wh;
@@ -211,7 +288,8 @@ TEST_F(CudaOpsTest, LinearFp8BlockAndNvfp4) {
     ops::Weight wd = wh;
     wd.data = dev_->to_device(q.data);
     wd.scale = dev_->to_device(q.scale);
-    for (int64_t T : kTokensCheap) {
+    for (int64_t T : tokens) {
+      if (T == 1000 && c.K > 2048) continue;  // keep the f64 reference cheap
       Tensor x = randn({T, c.K}, static_cast<uint32_t>(30 + T));
       Tensor want = Tensor::empty({T, c.N}, DType::kF32);
       ref_.linear(want.view(), x.view(), wh);
@@ -220,10 +298,137 @@ TEST_F(CudaOpsTest, LinearFp8BlockAndNvfp4) {
       EXPECT_LE(rel_error(want, want_dense), 1e-12)
           << "reference weight_row_f32 vs ops/weight.h formula, format "
           << static_cast<int>(c.format);
-      TensorView y = dev_->poisoned({T, c.N}, DType::kF32);
-      ops_->linear(y, dev_->to_device(x), wd);
-      EXPECT_LE(rel_error(dev_->to_host(y), want), kTolMatmul)
+      bool outside_ok = false;
+      const int64_t lt_before = ops_->linear_cublaslt_calls();
+      Tensor got = linear_strided(*ops_, *dev_, x, wd, c.N, 1, &outside_ok);
+      const bool lt = ops_->linear_cublaslt_calls() > lt_before;
+      const bool eligible = c.K % 128 == 0 && T > 4;
+      if (!eligible) EXPECT_FALSE(lt) << "cuBLASLt path, N " << c.N << " K " << c.K << " T " << T;
+      dequant_taken += lt;  // eligible calls may fall back (cuBLASLt alignment), but not all
+      EXPECT_TRUE(outside_ok) << "wrote outside y's columns, N " << c.N << " K " << c.K << " T "
+                              << T;
+      EXPECT_LE(rel_error(got, want), lt ? kTolDequantBf16 : kTolMatmul)
           << "format " << static_cast<int>(c.format) << " N " << c.N << " K " << c.K << " T " << T;
+    }
+  }
+  EXPECT_GT(dequant_taken, 0) << "no quantized linear took the dequantize + cuBLASLt path";
+}
+
+// Host-only (no GPU): the small-M kernel's split-K plan covers every K chunk exactly once, leaves
+// no split empty, and splits only when the output rows give fewer than 3 CTAs per SM.
+TEST(LinearGemvPlan, SplitsCoverKWithoutEmptySplits) {
+  struct Case {
+    int wt;
+    int64_t M, N, K;
+  };
+  const std::vector<Case> cases = {{kWNvfp4, 1, 24576, 6144},  {kWNvfp4, 1, 6144, 12288},
+                                   {kWNvfp4, 4, 40, 4128},     {kWFp8Block, 16, 96, 4224},
+                                   {kWFp8Block, 3, 576, 6144}, {kWFp8Block, 1, 200, 300},
+                                   {kWNvfp4, 9, 130, 272},     {kWFp8Block, 1, 7, 65536}};
+  for (const Case& c : cases) {
+    LinearParams p;
+    p.wt = c.wt;
+    p.w_block = 128;
+    p.M = c.M;
+    p.N = c.N;
+    p.K = c.K;
+    ASSERT_TRUE(linear_gemv_supported(p));
+    const LinearGemvParams g = plan_linear_gemv(p, 132);
+    const int64_t chunks = (c.K + 1023) / 1024;
+    const std::string what =
+        "M " + std::to_string(c.M) + " N " + std::to_string(c.N) + " K " + std::to_string(c.K);
+    EXPECT_GE(g.splits, 1) << what;
+    EXPECT_LE(g.splits, 16) << what;
+    EXPECT_GE(g.chunks_per_split * g.splits, chunks) << what;        // every chunk covered
+    EXPECT_LT(g.chunks_per_split * (g.splits - 1), chunks) << what;  // last split not empty
+    EXPECT_EQ(partial_floats(g), g.splits > 1 ? g.splits * c.M * c.N : 0) << what;
+    const int64_t ctas = (c.M + 7) / 8 * ((c.N + 15) / 16);
+    if (ctas >= 3 * 132) {
+      EXPECT_EQ(g.splits, 1) << what;
+    }
+  }
+  LinearParams big;
+  big.wt = kWNvfp4;
+  big.M = kLinearGemvMaxM + 1;
+  big.N = big.K = 128;
+  EXPECT_FALSE(linear_gemv_supported(big));
+  big.M = 1;
+  big.wt = kWBF16;
+  EXPECT_FALSE(linear_gemv_supported(big));
+}
+
+// One weight per linear path (cuBLASLt BF16, small-M FP8 and NVFP4 with split-K, F32 tile):
+// after a warm-up call an eager pass allocates no scratch, the pass captured in a CUDA graph
+// allocates none either, and each replay writes exactly the eager outputs.
+TEST_F(CudaOpsTest, LinearGraphReplayEqualsEagerNoScratchGrowth) {
+  const int64_t T = 4;
+  Tensor w_bf16 = cast(randn({300, 512}, 51), DType::kBF16);
+  Tensor w_f32 = randn({50, 64}, 52);
+  QuantWeightHost fp8 = random_quant_weight({ops::WeightFormat::kFp8Block, 96, 4224, 128}, 53);
+  QuantWeightHost nvfp4 = random_quant_weight({ops::WeightFormat::kNvfp4, 40, 4128, 0}, 54);
+  struct HostWeight {
+    Tensor data, scale;
+  };
+  const std::vector<HostWeight> host = {
+      {w_bf16, {}}, {w_f32, {}}, {fp8.data, fp8.scale}, {nvfp4.data, nvfp4.scale}};
+  std::vector<ops::Weight> wh(4), wd(4);
+  wh[0] = w_bf16.cview();
+  wh[1] = w_f32.cview();
+  wh[2].format = ops::WeightFormat::kFp8Block;
+  wh[2].data = fp8.data.view();
+  wh[2].scale = fp8.scale.view();
+  wh[2].block = 128;
+  wh[3].format = ops::WeightFormat::kNvfp4;
+  wh[3].data = nvfp4.data.view();
+  wh[3].scale = nvfp4.scale.view();
+  wh[3].global_scale = nvfp4.global_scale;
+  std::vector<Tensor> xs;
+  std::vector<ConstTensorView> xd;
+  std::vector<TensorView> y_eager, y_graph;
+  for (size_t i = 0; i < wh.size(); ++i) {
+    wd[i] = wh[i];
+    wd[i].data = dev_->to_device(host[i].data);
+    if (wh[i].format != ops::WeightFormat::kDense) wd[i].scale = dev_->to_device(host[i].scale);
+    xs.push_back(randn({T, wh[i].cols()}, static_cast<uint32_t>(60 + i)));
+    xd.push_back(dev_->to_device(xs[i]));
+    y_eager.push_back(dev_->poisoned({T, wh[i].rows()}, DType::kF32));
+    y_graph.push_back(dev_->poisoned({T, wh[i].rows()}, DType::kF32));
+  }
+  auto pass = [&](std::vector<TensorView>& ys) {
+    for (size_t i = 0; i < wd.size(); ++i) ops_->linear(ys[i], xd[i], wd[i]);
+  };
+  const int64_t lt_before = ops_->linear_cublaslt_calls();
+  pass(y_eager);  // warm-up: sizes the scratch arena, caches the cuBLASLt plan
+  ops_->synchronize();
+  ops_->settle_scratch();
+  const int growths = ops_->scratch_growths();
+  pass(y_eager);
+  EXPECT_EQ(ops_->scratch_growths(), growths) << "an eager pass after warm-up grew the scratch";
+  EXPECT_EQ(ops_->linear_cublaslt_calls(), lt_before + 2) << "BF16 K = 512 takes cuBLASLt";
+  std::vector<Tensor> eager;
+  for (size_t i = 0; i < wd.size(); ++i) {
+    eager.push_back(dev_->to_host(y_eager[i]));
+    Tensor x_ref = i == 0 ? round_through(xs[i], DType::kBF16) : xs[i];
+    Tensor want = Tensor::empty({T, wh[i].rows()}, DType::kF32);
+    ref_.linear(want.view(), x_ref.view(), wh[i]);
+    EXPECT_LE(rel_error(eager[i], want), kTolMatmul) << "weight " << i;
+  }
+
+  CudaGraph graph;
+  graph.begin_capture(*ops_);
+  pass(y_graph);
+  graph.end_capture(*ops_);
+  EXPECT_EQ(ops_->scratch_growths(), growths) << "the captured pass grew the scratch";
+  for (int rep = 0; rep < 2; ++rep) {
+    for (TensorView& y : y_graph) {  // re-poison: each replay must write every element
+      std::vector<float> nan(static_cast<size_t>(y.numel()), NAN);
+      ops_->copy_from_host(y, nan.data());
+    }
+    graph.replay(*ops_);
+    for (size_t i = 0; i < wd.size(); ++i) {
+      Tensor got = dev_->to_host(y_graph[i]);
+      EXPECT_EQ(0, std::memcmp(got.data<float>(), eager[i].data<float>(), got.nbytes()))
+          << "weight " << i << " replay " << rep;
     }
   }
 }
@@ -368,6 +573,211 @@ TEST_F(CudaOpsTest, MlaAttentionBothFormsWithAndWithoutSelection) {
   }
 }
 
+// A batch of S sequences: sequence s holds ctx[s] cached tokens and n_new[s] new ones
+// (positions ctx[s]...), its pages scattered over a pool with a few pages that belong to nobody.
+Layout mla_layout(DeviceTensors& d, const std::vector<int64_t>& ctx,
+                  const std::vector<int64_t>& n_new, uint32_t seed, int64_t page_size = 16) {
+  const int64_t S = static_cast<int64_t>(ctx.size());
+  std::vector<int32_t> tseq, pos, lens;
+  int64_t max_pages = 1, total_pages = 0;
+  for (int64_t s = 0; s < S; ++s) {
+    for (int64_t i = 0; i < n_new[s]; ++i) {
+      tseq.push_back(static_cast<int32_t>(s));
+      pos.push_back(static_cast<int32_t>(ctx[s] + i));
+    }
+    lens.push_back(static_cast<int32_t>(ctx[s] + n_new[s]));
+    const int64_t pages = (lens.back() + page_size - 1) / page_size;
+    max_pages = std::max(max_pages, pages);
+    total_pages += pages;
+  }
+  const int64_t T = static_cast<int64_t>(tseq.size());
+  std::vector<int32_t> perm(total_pages + 3);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), std::mt19937(seed));
+  std::vector<int32_t> table(S * max_pages, -1);
+  int64_t next = 0;
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t p = 0; p < (lens[s] + page_size - 1) / page_size; ++p)
+      table[s * max_pages + p] = perm[next++];
+  Layout l;
+  l.num_pages = static_cast<int64_t>(perm.size());
+  l.token_seq = i32(tseq, {T});
+  l.positions = i32(pos, {T});
+  l.seq_lens = i32(lens, {S});
+  l.page_table = i32(table, {S, max_pages});
+  for (auto* b : {&l.host, &l.dev}) {
+    b->num_tokens = T;
+    b->num_seqs = S;
+    b->page_size = page_size;
+  }
+  l.host.token_seq = l.token_seq.view();
+  l.host.positions = l.positions.view();
+  l.host.seq_lens = l.seq_lens.view();
+  l.host.page_table = l.page_table.view();
+  l.dev.token_seq = d.to_device(l.token_seq);
+  l.dev.positions = d.to_device(l.positions);
+  l.dev.seq_lens = d.to_device(l.seq_lens);
+  l.dev.page_table = d.to_device(l.page_table);
+  return l;
+}
+
+// DSA-like selection rows [T, sel_k] in random order: distinct causal keys of each token, -1
+// padding and, with `out_of_range`, positions after the token (some beyond its pages), which
+// are not attended. `ref` is the same with those replaced by -1 (the reference rejects them).
+struct MlaSelection {
+  Tensor rows, ref;
+};
+MlaSelection mla_selection(const Layout& l, int64_t sel_k, uint32_t seed, bool out_of_range) {
+  const int64_t T = l.host.num_tokens;
+  std::vector<int32_t> rows(T * sel_k), ref(T * sel_k);
+  std::mt19937 rng(seed);
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t pos = l.positions.data<int32_t>()[t];
+    std::vector<int32_t> keys(pos + 1);
+    std::iota(keys.begin(), keys.end(), 0);
+    std::shuffle(keys.begin(), keys.end(), rng);
+    // Leave room for padding: at most 3/4 of the row holds attended keys.
+    keys.resize(std::min<int64_t>(keys.size(), std::max<int64_t>(1, sel_k * 3 / 4)));
+    std::vector<int32_t> row(sel_k, -1);
+    std::copy(keys.begin(), keys.end(), row.begin());
+    if (out_of_range)
+      for (int64_t i = static_cast<int64_t>(keys.size()); i < sel_k; i += 2)
+        row[i] = pos + 1 + static_cast<int32_t>(rng() % 200);
+    std::shuffle(row.begin(), row.end(), rng);
+    for (int64_t i = 0; i < sel_k; ++i) {
+      rows[t * sel_k + i] = row[i];
+      ref[t * sel_k + i] = row[i] > pos ? -1 : row[i];
+    }
+  }
+  return {i32(rows, {T, sel_k}), i32(ref, {T, sel_k})};
+}
+
+// Runs mla_attention on the reference and (output poisoned first) the cuda backend on random
+// data; returns the cuda output and the reference's in *want.
+Tensor run_mla(reference::ReferenceOps& ref, CudaOps& ops, DeviceTensors& dev, const Layout& l,
+               const MlaShape& s, DType kvb_dtype, ops::MlaForm form, const MlaSelection* sel,
+               uint32_t seed, Tensor* want) {
+  const int64_t T = l.host.num_tokens;
+  Tensor cache = randn({l.num_pages, l.host.page_size, s.L + s.R}, seed);
+  Tensor q = randn({T, s.H, s.Dn + s.R}, seed + 1, 0.3f);
+  Tensor kv_b = cast(randn({s.H * (s.Dn + s.Dv), s.L}, seed + 2, 0.2f), kvb_dtype);
+  const float scale = 1.f / std::sqrt(static_cast<float>(s.Dn + s.R));
+  ops::MlaParams mp{s.H, s.Dn, s.R, s.Dv, s.L, scale, form};
+  *want = Tensor::empty({T, s.H, s.Dv}, DType::kF32);
+  ref.mla_attention(want->view(), q.view(), {cache.view()}, kv_b.view(),
+                    sel ? sel->ref.cview() : ConstTensorView(), l.host, mp);
+  TensorView out = dev.poisoned({T, s.H, s.Dv}, DType::kF32);
+  ops.mla_attention(out, dev.to_device(q), {dev.to_device(cache)}, dev.to_device(kv_b),
+                    sel ? ConstTensorView(dev.to_device(sel->rows)) : ConstTensorView(), l.dev, mp);
+  return dev.to_host(out);
+}
+
+// GLM-5 head dims at 16 heads (one group of 16) and 4 (a group of 8, half empty),
+// DeepSeek-like dims at 20 heads (two groups, the second partial), and small odd dims:
+// L + R = 42 is not a multiple of 4 (4-byte cache copies, padded shared rows); L = 36, Dn = 12,
+// Dv = 20 leave partial column tiles.
+const std::vector<MlaShape> kMlaDecodeShapes = {
+    {16, 192, 64, 256, 512}, {4, 192, 64, 256, 512}, {20, 128, 64, 128, 512},
+    {3, 12, 6, 20, 36},      {5, 16, 8, 24, 40},
+};
+
+// Decode batches: one new token per sequence, contexts of different lengths across page
+// boundaries (up to 300 keys: several key splits per (token, head group) on any GPU).
+TEST_F(CudaOpsTest, MlaAttentionAbsorbedDecodeRaggedBatches) {
+  const std::vector<int64_t> kCtx = {300, 0, 15, 16, 17, 31, 32, 47, 100, 255, 63, 64, 129};
+  for (const MlaShape& s : kMlaDecodeShapes) {
+    for (int64_t T : {1, 3, 17, 64}) {
+      std::vector<int64_t> ctx(T), n_new(T, 1);
+      for (int64_t i = 0; i < T; ++i) ctx[i] = kCtx[(i * 5 + T) % kCtx.size()] + i % 3;
+      if (T == 1) ctx[0] = 300;
+      const Layout l = mla_layout(*dev_, ctx, n_new, 90 + T);
+      const MlaSelection sel = mla_selection(l, 64, 91 + T, /*out_of_range=*/true);
+      for (DType wdt : {DType::kBF16, DType::kF32}) {
+        if (wdt == DType::kF32 && T == 64) continue;  // the F32 path differs only in the load
+        for (bool use_sel : {false, true}) {
+          Tensor want;
+          Tensor got = run_mla(ref_, *ops_, *dev_, l, s, wdt, ops::MlaForm::kAbsorbed,
+                               use_sel ? &sel : nullptr, 92 + T, &want);
+          EXPECT_LE(rel_error(got, want), kTolAttention)
+              << "H " << s.H << " Dn " << s.Dn << " R " << s.R << " Dv " << s.Dv << " L " << s.L
+              << " T " << T << " kv_b " << dtype_name(wdt) << " selected " << use_sel;
+        }
+      }
+    }
+  }
+}
+
+// Short contexts (at most 2 pages per sequence: 1-2 key tiles, so a single split whose block
+// normalises o^ itself) and a selection of 12 slots.
+TEST_F(CudaOpsTest, MlaAttentionAbsorbedShortContextsSingleSplit) {
+  for (const MlaShape& s : kMlaDecodeShapes) {
+    for (int64_t T : {1, 3, 17}) {
+      std::vector<int64_t> ctx(T), n_new(T, 1);
+      for (int64_t i = 0; i < T; ++i) ctx[i] = (i * 7 + 3) % 31;
+      const Layout l = mla_layout(*dev_, ctx, n_new, 100 + T);
+      const MlaSelection sel = mla_selection(l, 12, 101 + T, /*out_of_range=*/true);
+      for (bool use_sel : {false, true}) {
+        Tensor want;
+        Tensor got = run_mla(ref_, *ops_, *dev_, l, s, DType::kBF16, ops::MlaForm::kAbsorbed,
+                             use_sel ? &sel : nullptr, 102 + T, &want);
+        EXPECT_LE(rel_error(got, want), kTolAttention)
+            << "H " << s.H << " L " << s.L << " T " << T << " selected " << use_sel;
+      }
+    }
+  }
+}
+
+// Prefill-like: many new tokens of one sequence (causal), after 40 cached tokens or none,
+// with and without selection; both forms.
+TEST_F(CudaOpsTest, MlaAttentionAbsorbedPrefillCausal) {
+  const std::vector<MlaShape> shapes = {
+      {16, 192, 64, 256, 512}, {8, 128, 64, 128, 512}, {3, 12, 6, 20, 36}};
+  for (const MlaShape& s : shapes) {
+    for (auto [ctx, n] : {std::pair<int64_t, int64_t>{40, 64}, {0, 257}}) {
+      if (s.L == 512 && n > 64 && s.H > 8) continue;  // keep the reference's time down
+      const Layout l = mla_layout(*dev_, {ctx}, {n}, 110 + n);
+      const MlaSelection sel = mla_selection(l, 48, 111 + n, /*out_of_range=*/true);
+      for (auto form : {ops::MlaForm::kAbsorbed, ops::MlaForm::kNaive}) {
+        if (form == ops::MlaForm::kNaive && s.L == 512) continue;  // slow reference
+        for (bool use_sel : {false, true}) {
+          Tensor want;
+          Tensor got = run_mla(ref_, *ops_, *dev_, l, s, DType::kBF16, form,
+                               use_sel ? &sel : nullptr, 112 + n, &want);
+          EXPECT_LE(rel_error(got, want), kTolAttention)
+              << "H " << s.H << " L " << s.L << " ctx " << ctx << " new " << n << " form "
+              << static_cast<int>(form) << " selected " << use_sel;
+        }
+      }
+    }
+  }
+}
+
+// A token whose selection attends nothing (all -1 or after its position) gets o = 0 in both
+// forms (sum over an empty set; the reference cannot take such a row, so it sees key 0 there
+// and only the other tokens are compared).
+TEST_F(CudaOpsTest, MlaAttentionNoAttendedKeyGivesZero) {
+  const MlaShape s = {16, 192, 64, 256, 512};
+  const Layout l = mla_layout(*dev_, {300, 20, 90}, {1, 1, 1}, 120);
+  MlaSelection sel = mla_selection(l, 32, 121, /*out_of_range=*/false);
+  for (int64_t i = 0; i < 32; ++i) {
+    sel.rows.data<int32_t>()[32 + i] = i % 2 ? -1 : 21 + static_cast<int32_t>(i);
+    sel.ref.data<int32_t>()[32 + i] = i == 5 ? 0 : -1;
+  }
+  for (auto form : {ops::MlaForm::kAbsorbed, ops::MlaForm::kNaive}) {
+    Tensor want;
+    Tensor got = run_mla(ref_, *ops_, *dev_, l, s, DType::kBF16, form, &sel, 122, &want);
+    const int64_t row = s.H * s.Dv;
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < row; ++i) nonzero += got.data<float>()[row + i] != 0.f;
+    EXPECT_EQ(nonzero, 0) << "form " << static_cast<int>(form);
+    for (int64_t i = 0; i < row; ++i) {  // compare tokens 0 and 2 only
+      got.data<float>()[row + i] = 0.f;
+      want.data<float>()[row + i] = 0.f;
+    }
+    EXPECT_LE(rel_error(got, want), kTolAttention) << "form " << static_cast<int>(form);
+  }
+}
+
 TEST_F(CudaOpsTest, MoeRouteGroupedAndFlat) {
   struct Case {
     int64_t E, K, G, topk_group;
@@ -425,6 +835,55 @@ TEST_F(CudaOpsTest, MoeExperts) {
       TensorView y = dev_->poisoned({T, D}, DType::kF32);
       ops_->moe_experts(y, dev_->to_device(x), dev_->to_device(ids_h), dev_->to_device(wts), ew_d);
       EXPECT_LE(rel_error(dev_->to_host(y), want), kTolMatmul) << dtype_name(dt) << " T " << T;
+    }
+  }
+}
+
+// Quantized experts at widths the grouped kernels refuse (D, I not multiples of 128, like the
+// tiny quantized fixtures): the token-major kernels dequantize per element, FP8 block (partial
+// edge blocks) and NVFP4, against the reference on the same quantized weights.
+TEST_F(CudaOpsTest, MoeExpertsQuantizedTokenMajor) {
+  const int64_t E = 6, K = 2, D = 64, I = 48;
+  for (ops::WeightFormat fmt : {ops::WeightFormat::kFp8Block, ops::WeightFormat::kNvfp4}) {
+    const int64_t block = fmt == ops::WeightFormat::kFp8Block ? 32 : 0;
+    std::vector<QuantWeightHost> hold;
+    std::vector<ops::ExpertWeights> ew_h, ew_d;
+    auto as_weight = [&](const QuantWeightHost& q, ConstTensorView data, ConstTensorView scale) {
+      ops::Weight w;
+      w.format = fmt;
+      w.data = data;
+      w.scale = scale;
+      if (block) w.block = block;
+      w.global_scale = q.global_scale;
+      return w;
+    };
+    for (int64_t e = 0; e < E; ++e) {
+      hold.push_back(random_quant_weight({fmt, I, D, block}, 400 + e));
+      hold.push_back(random_quant_weight({fmt, I, D, block}, 500 + e));
+      hold.push_back(random_quant_weight({fmt, D, I, block}, 600 + e));
+      const QuantWeightHost *g = &hold[hold.size() - 3], *u = g + 1, *dn = g + 2;
+      ew_h.push_back({as_weight(*g, g->data.cview(), g->scale.cview()),
+                      as_weight(*u, u->data.cview(), u->scale.cview()),
+                      as_weight(*dn, dn->data.cview(), dn->scale.cview())});
+      auto dev = [&](const QuantWeightHost& q) {
+        return as_weight(q, ConstTensorView(dev_->to_device(q.data)),
+                         ConstTensorView(dev_->to_device(q.scale)));
+      };
+      ew_d.push_back({dev(*g), dev(*u), dev(*dn)});
+    }
+    for (int64_t T : {1, 3, 17}) {
+      Tensor x = randn({T, D}, 130 + T, 0.5f);
+      std::vector<int32_t> ids(T * K);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t k = 0; k < K; ++k) ids[t * K + k] = static_cast<int32_t>((t * 5 + k * 2) % E);
+      Tensor ids_h = i32(ids, {T, K});
+      Tensor wts = randn({T, K}, 140 + T);
+      Tensor want = Tensor::empty({T, D}, DType::kF32);
+      ref_.moe_experts(want.view(), x.view(), ids_h.view(), wts.view(), ew_h);
+      TensorView y = dev_->poisoned({T, D}, DType::kF32);
+      ops_->moe_experts(y, dev_->to_device(x), dev_->to_device(ids_h), dev_->to_device(wts), ew_d);
+      EXPECT_LE(rel_error(dev_->to_host(y), want), kTolMatmul)
+          << "format " << static_cast<int>(fmt) << " T " << T;
     }
   }
 }

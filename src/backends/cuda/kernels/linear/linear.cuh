@@ -1,7 +1,7 @@
 // Tiled SIMT GEMM: a 64x64 output tile per block, K in steps of 16 staged through shared memory
 // (weights converted or dequantized to f32 on the way in, kernels/quant_weight.cuh), 4x4
-// outputs per thread. Correctness first: a
-// tensor-core / cuBLASLt path replaces it for large shapes (the MoE-performance issue).
+// outputs per thread. Exact f32 path: F32 weights, BF16/F16 where cuBLASLt is not taken
+// (K % 128 != 0, or no algorithm), FP8 / NVFP4 above the small-M kernel's M (linear_gemv.cuh).
 #pragma once
 
 #include "backends/cuda/kernels/common.cuh"

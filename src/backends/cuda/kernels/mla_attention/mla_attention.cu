@@ -4,7 +4,7 @@
 namespace moe::cuda {
 
 int64_t mla_attention_smem_bytes(const MlaAttentionParams& p) {
-  return (p.Dn + p.R + p.L) * static_cast<int64_t>(sizeof(float));
+  return (p.Dn + p.R) * static_cast<int64_t>(sizeof(float));
 }
 
 void launch_mla_attention(const MlaAttentionParams& p, Stream stream) {

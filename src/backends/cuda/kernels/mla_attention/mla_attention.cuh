@@ -1,8 +1,7 @@
-// One block per (token, head). Pipeline: stage q (and, absorbed, q~ = W_UK^T q_nope, L wide) in
-// shared memory; one warp per key computes its score into the scratch row (-inf for keys not
-// attended); block max and exp-sum; the output is sum_j p_j v_j: absorbed, the block forms the
-// attended latent o^ (L) and one warp per output dim applies W_UV; naive, one warp per output
-// dim expands v_j = W_UV c_j per key. Correctness first: FlashMLA-style tiling comes later.
+// One block per (token, head), naive form. Pipeline: stage q in shared memory; one warp per key
+// computes its score into the scratch row (-inf for keys not attended), expanding
+// k_nope[d] = W_UK[d] . c_kv per key; block max and exp-sum; one warp per output dim expands
+// v_j = W_UV c_j per key and sums p_j v_j. (The absorbed form is kernels/mla_decode.)
 #pragma once
 
 #include <cmath>
@@ -32,20 +31,10 @@ __global__ void __launch_bounds__(kMlaThreads) mla_attention_kernel(const MlaAtt
   const int64_t LR = p.L + p.R;
   float* qn = smem;        // [Dn] q_nope
   float* qpe = qn + p.Dn;  // [R]
-  float* qt = qpe + p.R;   // [L] absorbed q~ ; reused as o^ later
   const float* qrow = p.q + t * p.q_s0 + h * p.q_s1;
   for (int64_t d = threadIdx.x; d < p.Dn + p.R; d += blockDim.x) qn[d] = qrow[d];
   __syncthreads();
   const int64_t wbase = h * (p.Dn + p.Dv) * p.L;  // W_UK rows [Dn, L] then W_UV rows [Dv, L]
-  if (p.absorbed) {
-    for (int64_t c = threadIdx.x; c < p.L; c += blockDim.x) {
-      float acc = 0;
-      for (int64_t d = 0; d < p.Dn; ++d)
-        acc = fmaf(qn[d], load_w(p.kv_b, p.wt, wbase + d * p.L + c), acc);
-      qt[c] = acc;
-    }
-    __syncthreads();
-  }
   const int64_t pos_t = p.b.positions[t], seq = p.b.token_seq[t];
   const int64_t n = p.selected ? p.sel_k : pos_t + 1;  // keys looked at
   float* sc = p.scores + blockIdx.x * p.n_keys;
@@ -57,16 +46,12 @@ __global__ void __launch_bounds__(kMlaThreads) mla_attention_kernel(const MlaAtt
     if (off >= 0) {
       const float* lat = p.cache + off;
       float acc = 0;
-      if (p.absorbed) {
-        for (int64_t c = lane; c < p.L; c += 32) acc = fmaf(qt[c], lat[c], acc);
-      } else {
-        for (int64_t d = 0; d < p.Dn; ++d) {  // k_nope[d] = W_UK[d] . c_kv
-          float k = 0;
-          for (int64_t c = lane; c < p.L; c += 32)
-            k = fmaf(load_w(p.kv_b, p.wt, wbase + d * p.L + c), lat[c], k);
-          k = warp_sum(k);
-          if (lane == 0) acc = fmaf(qn[d], k, acc);
-        }
+      for (int64_t d = 0; d < p.Dn; ++d) {  // k_nope[d] = W_UK[d] . c_kv
+        float k = 0;
+        for (int64_t c = lane; c < p.L; c += 32)
+          k = fmaf(load_w(p.kv_b, p.wt, wbase + d * p.L + c), lat[c], k);
+        k = warp_sum(k);
+        if (lane == 0) acc = fmaf(qn[d], k, acc);
       }
       for (int64_t r = lane; r < p.R; r += 32) acc = fmaf(qpe[r], lat[p.L + r], acc);
       s = warp_sum(acc) * p.softmax_scale;
@@ -86,39 +71,18 @@ __global__ void __launch_bounds__(kMlaThreads) mla_attention_kernel(const MlaAtt
   sum = block_sum(sum, red);  // synchronises: sc is complete
   const float inv = sum > 0 ? 1.f / sum : 0.f;
   float* o = p.out + t * p.out_s0 + h * p.out_s1;
-  if (p.absorbed) {
-    float* ohat = qt;  // q~ no longer needed
-    for (int64_t c = threadIdx.x; c < p.L; c += blockDim.x) {
-      float acc = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        if (sc[i] == 0.f) continue;
-        const int64_t kp = mla_key_pos(p, t, i, pos_t);
-        acc = fmaf(sc[i], p.cache[cache_offset(p.b, seq, kp, LR) + c], acc);
-      }
-      ohat[c] = acc * inv;
-    }
-    __syncthreads();
-    for (int64_t d = warp; d < p.Dv; d += nwarps) {
-      float acc = 0;
+  for (int64_t d = warp; d < p.Dv; d += nwarps) {
+    float acc = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (sc[i] == 0.f) continue;
+      const int64_t kp = mla_key_pos(p, t, i, pos_t);
+      const float* lat = p.cache + cache_offset(p.b, seq, kp, LR);
+      float v = 0;  // v_j[d] = W_UV[d] . c_kv_j
       for (int64_t c = lane; c < p.L; c += 32)
-        acc = fmaf(ohat[c], load_w(p.kv_b, p.wt, wbase + (p.Dn + d) * p.L + c), acc);
-      acc = warp_sum(acc);
-      if (lane == 0) o[d] = acc;
+        v = fmaf(load_w(p.kv_b, p.wt, wbase + (p.Dn + d) * p.L + c), lat[c], v);
+      acc = fmaf(sc[i], warp_sum(v), acc);
     }
-  } else {
-    for (int64_t d = warp; d < p.Dv; d += nwarps) {
-      float acc = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        if (sc[i] == 0.f) continue;
-        const int64_t kp = mla_key_pos(p, t, i, pos_t);
-        const float* lat = p.cache + cache_offset(p.b, seq, kp, LR);
-        float v = 0;  // v_j[d] = W_UV[d] . c_kv_j
-        for (int64_t c = lane; c < p.L; c += 32)
-          v = fmaf(load_w(p.kv_b, p.wt, wbase + (p.Dn + d) * p.L + c), lat[c], v);
-        acc = fmaf(sc[i], warp_sum(v), acc);
-      }
-      if (lane == 0) o[d] = acc * inv;
-    }
+    if (lane == 0) o[d] = acc * inv;
   }
 }
 

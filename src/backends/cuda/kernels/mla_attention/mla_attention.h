@@ -1,6 +1,6 @@
 // Multi-head latent attention over the paged latent cache [c_kv (L) | k_pe (R)], naive form
-// (per-key K_nope / V expansion through W_UK / W_UV) or absorbed form (W_UK folded into q, W_UV
-// applied to the attended latent). Optional DSA selection ([T, sel_k] positions, -1 padded).
+// (per-key K_nope / V expansion through W_UK / W_UV). Optional DSA selection ([T, sel_k]
+// positions, -1 padded). The absorbed form is kernels/mla_decode.
 #pragma once
 
 #include "backends/cuda/kernels/kernel_types.h"
@@ -19,7 +19,6 @@ struct MlaAttentionParams {
   int64_t sel_stride = 0, sel_k = 0;
   int64_t H = 0, Dn = 0, R = 0, Dv = 0, L = 0;
   float softmax_scale = 1.f;
-  bool absorbed = false;
   LayoutParams b;
   float* scores = nullptr;  // scratch [T * H, n_keys]
   int64_t n_keys = 0;       // sel_k, or max_pages * P without selection
