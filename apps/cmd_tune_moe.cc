@@ -4,7 +4,8 @@
 // num_experts_per_tok from DIR/config.json) on GPU 0, with synthetic weights of each format and
 // uniform random routing, and stores the fastest per (GPU, shape, T bucket, format) in the JSON
 // tune cache (default DIR/moe_tune.json). Time = median of CUDA-graph replays with a 256 MiB
-// L2 flush before each. Without a cache entry the engine uses moe_heuristic_config.
+// L2 flush before each. `moengine generate --device cuda` loads DIR/moe_tune.json when present
+// (or --moe-tune-cache FILE); shapes without an entry use moe_heuristic_config.
 #include <cstdio>
 
 #if defined(MOE_HAVE_CUDA) && MOE_HAVE_CUDA
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
 #include "backends/cuda/moe_config/moe_config.h"
@@ -137,10 +139,17 @@ int cmd_tune_moe(int argc, char** argv, int first) {
     std::fprintf(stderr, "tune-moe: %s\n", dev.status().to_string().c_str());
     return 1;
   }
-  auto cache = cuda::MoeTuneCache::load(cache_path);
-  if (!cache.ok()) {
-    std::fprintf(stderr, "tune-moe: %s\n", cache.status().to_string().c_str());
-    return 2;
+  // An existing cache is extended (entries of other GPUs and shapes are kept); one the engine
+  // would refuse (not JSON, another version, malformed entries) stops here with the reason.
+  cuda::MoeTuneCache cache;
+  if (std::ifstream(cache_path).good()) {
+    std::vector<std::string> warnings;  // entries that no longer fit are re-measured below
+    auto existing = cuda::CudaOps::load_moe_tune_cache(cache_path, *dev, &warnings);
+    if (!existing.ok()) {
+      std::fprintf(stderr, "tune-moe: %s\n", existing.status().to_string().c_str());
+      return 2;
+    }
+    cache = **existing;
   }
   const cuda::MoeDeviceLimits lim = cuda::moe_limits(*dev);
   std::printf("tune-moe: %s; D %lld I %lld E %lld K %lld\n", cuda::describe(*dev).c_str(),
@@ -225,16 +234,19 @@ int cmd_tune_moe(int argc, char** argv, int first) {
         cudaGraphDestroy(g);
       }
       const std::string key = cuda::moe_tune_key(*dev, shape);
-      cache->put(key, best, best_us);
+      cache.put(key, best, best_us);
       std::printf("  %-60s nb %d warps %d ctas/SM %d pipelined %d: %.1f us\n", key.c_str(), best.nb,
                   best.warps_per_cta, best.ctas_per_sm, best.pipelined ? 1 : 0, best_us);
     }
   }
-  if (Status st2 = cache->save(cache_path); !st2.ok()) {
+  if (Status st2 = cache.save(cache_path); !st2.ok()) {
     std::fprintf(stderr, "tune-moe: %s\n", st2.to_string().c_str());
     return 1;
   }
-  std::printf("tune-moe: %zu entries in %s\n", cache->size(), cache_path.c_str());
+  std::printf(
+      "tune-moe: %zu entries in %s; `moengine generate --device cuda` reads DIR/moe_tune.json "
+      "when present, or --moe-tune-cache FILE\n",
+      cache.size(), cache_path.c_str());
   return 0;
 }
 

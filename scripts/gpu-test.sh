@@ -2,7 +2,8 @@
 # The GPU machine's test run (Ubuntu 24.04, CUDA 13.0, CMake 4, no Debian packages, no network).
 # Run in the repo root with .deps/ carried from the build machine (scripts/gpu-deps.sh):
 #   bash scripts/gpu-test.sh            # unpack deps, configure sm_90a, build, ctest -L gpu,
-#                                       # compute-sanitizer memcheck (+ racecheck) on the model tests
+#                                       # compute-sanitizer memcheck (+ racecheck) on the model
+#                                       # tests, racecheck on the absorbed-MLA kernel tests
 # Logs go to $OUT when it is set (the device tool), else build-gpu/logs. Env: MOE_GPU_JOBS
 # (build parallelism, default nproc), MOE_GPU_SANITIZE=0 to skip the sanitizer runs,
 # MOE_GPU_BENCH=1 to also write the GLM-5-shaped checkpoint (make-tiny --shape glm5, NVFP4,
@@ -14,28 +15,13 @@ cd "$root"
 build=${MOE_GPU_BUILD:-build-gpu}
 logs=${OUT:-$root/$build/logs}
 mkdir -p "$logs"
-prefix=/tmp/moe-deps
-arch=x86_64-linux-gnu
+# shellcheck source=scripts/gpu-env.sh
+source "$root/scripts/gpu-env.sh"  # prefix, arch, moe_unpack_deps
 status=0
 step() { echo "== $* ($(date +%T))" | tee -a "$logs/summary.txt"; }
 
 step "unpack .deps into $prefix"
-if ! ls .deps/*.deb >/dev/null 2>&1; then
-  echo "gpu-test: .deps/ has no .deb files; run scripts/gpu-deps.sh on the build machine and carry .deps" >&2
-  exit 2
-fi
-rm -rf "$prefix" && mkdir -p "$prefix"
-for f in .deps/*.deb; do dpkg-deb -x "$f" "$prefix"; done
-# The .pc files say prefix=/usr: point them into the private prefix.
-for pc in "$prefix"/usr/lib/$arch/pkgconfig/*.pc "$prefix"/usr/share/pkgconfig/*.pc; do
-  [ -f "$pc" ] && sed -i "s|^prefix=/usr\$|prefix=$prefix/usr|" "$pc"
-done
-export PKG_CONFIG_PATH="$prefix/usr/lib/$arch/pkgconfig:$prefix/usr/share/pkgconfig"
-export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$prefix/usr/lib/$arch"
-pkg_config_args=()
-if ! command -v pkg-config >/dev/null 2>&1; then
-  pkg_config_args=(-DPKG_CONFIG_EXECUTABLE="$prefix/usr/bin/pkgconf")
-fi
+moe_unpack_deps || exit 2
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$logs/summary.txt"
 
 step "configure ($build, sm_90a)"
@@ -97,6 +83,13 @@ if [ "${MOE_GPU_SANITIZE:-1}" = 1 ]; then
   timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin" \
     --gtest_filter='Fixtures/*/0' >"$logs/racecheck.log" 2>&1 || status=1
   grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/racecheck.log" | tail -n 5 |
+    tee -a "$logs/summary.txt"
+  # The absorbed-MLA core's shared-memory pipeline on ragged batches with DSA selections.
+  step "compute-sanitizer racecheck: cuda_ops_tests (absorbed MLA)"
+  timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 "$build/bin/cuda_ops_tests" \
+    --gtest_filter='*MlaAttentionAbsorbedShortContexts*:*MlaAttentionNoAttendedKey*' \
+    >"$logs/racecheck-mla.log" 2>&1 || status=1
+  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/racecheck-mla.log" | tail -n 5 |
     tee -a "$logs/summary.txt"
 fi
 step "done, status $status"

@@ -3,20 +3,33 @@
 with both. torch path: tokens pre-sorted by expert (sorting not timed, as in the anchors), then
 torch._grouped_mm (BF16) or torch._scaled_grouped_mm (FP8 rowwise) for gate_up, SiLU*up, down.
 Timing: median of CUDA-event-timed CUDA-graph replays, L2 flushed (256 MiB write) before each.
-Bytes: touched experts' weights (+ scales) and activations, same model as moe_bench.
-Usage: moe_vs_torch.py --routing-dir DIR --ours ours.jsonl [--shape glm5,dsv3] [--iters 30]
+Bytes: touched experts' weights (+ scales) and activations, same model as moe_bench; FLOP:
+2 * assignments * 3 * D * I. The rows, routings and token counts are those of --ours (moe_bench
+--json); the ids come from moe_bench's routing files routing_<shape>_<routing>_T<T>.bin (int32
+[rows, K]; EP shapes: [rows, 1] local ids, one row per (token, local expert)).
+Usage: moe_vs_torch.py --routing-dir DIR --ours ours.jsonl [--shape glm5,dsv3,glm5-tp8,...]
+                       [--iters 20] [--md table.md]
 """
 import argparse
 import json
 import os
+import sys
+import time
 
-import torch
-
-SHAPES = {"glm5": (6144, 2048, 256, 8), "dsv3": (7168, 2048, 256, 8)}
+# (D, I, experts on the GPU, ids per row in the routing file): as moe_bench's shape table.
+SHAPES = {
+    "glm5": (6144, 2048, 256, 8),
+    "dsv3": (7168, 2048, 256, 8),
+    "glm5-tp8": (6144, 256, 256, 8),
+    "dsv3-tp8": (7168, 256, 256, 8),
+    "glm5-ep8": (6144, 2048, 32, 1),
+    "dsv3-ep8": (7168, 2048, 32, 1),
+}
+ALIASES = {"tp8": "glm5-tp8", "ep8": "glm5-ep8"}
 PEAK = 4800.0  # GB/s
 
 
-def bench_graph(fn, iters):
+def bench_graph(torch, fn, iters):
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
@@ -36,103 +49,155 @@ def bench_graph(fn, iters):
             ts.append((a, b))
     torch.cuda.synchronize()
     ms = sorted(a.elapsed_time(b) for a, b in ts)
+    del g
     return 1e3 * ms[len(ms) // 2]
 
 
+def measure_torch(torch, np, args, sname, routing, T, w, iters):
+    """Times torch's BF16 and FP8 layers on one routing file; returns a dict of results."""
+    D, I, E, K = SHAPES[sname]
+    w13, w2, w13f, w2f, s13, s2 = w
+    path = os.path.join(args.routing_dir, f"routing_{sname}_{routing}_T{T}.bin")
+    flat_np = np.fromfile(path, dtype="int32")
+    rows = flat_np.size // K
+    flat = torch.from_numpy(flat_np).cuda().long()
+    order = torch.argsort(flat, stable=True)
+    counts = torch.bincount(flat, minlength=E)
+    offs = torch.cumsum(counts, 0).to(torch.int32)
+    uniq = int((counts > 0).sum())
+    x = torch.randn(rows, D, device="cuda", dtype=torch.bfloat16)
+    xs = x[order // K].contiguous()
+    res = {"rows": rows, "unique": uniq}
+
+    def bf16_layer():
+        h = torch._grouped_mm(xs, w13.transpose(-2, -1), offs=offs)
+        g, u = h[:, :I], h[:, I:]
+        a = torch.nn.functional.silu(g) * u
+        return torch._grouped_mm(a, w2.transpose(-2, -1), offs=offs)
+
+    try:
+        res["bf16"] = bench_graph(torch, bf16_layer, iters)
+    except Exception as e:  # noqa: BLE001
+        print(f"torch._grouped_mm {sname} {routing} T={T}: {type(e).__name__}: {str(e)[:200]}")
+    if w13f is not None:
+        xq = xs.to(torch.float8_e4m3fn)
+        sa = torch.ones(xs.shape[0], device="cuda")
+
+        def fp8_layer():
+            h = torch._scaled_grouped_mm(xq, w13f.transpose(-2, -1), sa, s13, offs=offs,
+                                         out_dtype=torch.bfloat16)
+            g, u = h[:, :I], h[:, I:]
+            a = (torch.nn.functional.silu(g) * u).to(torch.float8_e4m3fn)
+            return torch._scaled_grouped_mm(a, w2f.transpose(-2, -1), sa, s2, offs=offs,
+                                            out_dtype=torch.bfloat16)
+
+        try:
+            res["fp8"] = bench_graph(torch, fp8_layer, iters)
+        except Exception as e:  # noqa: BLE001
+            print(f"torch._scaled_grouped_mm {sname} {routing} T={T}: {type(e).__name__}: "
+                  f"{str(e)[:200]}")
+    # Same byte model as moe_bench (16-bit activations in and out here), weights + scales.
+    res["bytes_bf16"] = uniq * 3 * D * I * 2 + 2 * rows * D * 2
+    res["bytes_fp8"] = uniq * (3 * D * I + 4 * (2 * I + D)) + 2 * rows * D * 2
+    res["flop"] = 2.0 * rows * K * 3 * D * I
+    return res
+
+
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--routing-dir", required=True)
-    ap.add_argument("--ours", required=True)
-    ap.add_argument("--shape", default="glm5,dsv3")
-    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--ours", required=True, help="moe_bench --json output")
+    ap.add_argument("--shape", default="", help="comma list; default: every shape in --ours")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--iters-large", type=int, default=8,
+                    help="replays for rows with >= 16384 assignments (prefill)")
+    ap.add_argument("--time-budget", type=float, default=0,
+                    help="seconds; after this, rows keep only our numbers (0: no limit)")
     ap.add_argument("--md", default="")
     args = ap.parse_args()
+    try:
+        import numpy as np
+        import torch
+    except ImportError as e:
+        sys.exit(f"moe_vs_torch.py needs torch and numpy: {e}")
+
     ours = {}
     with open(args.ours) as f:
         for line in f:
-            r = json.loads(line)
-            ours[(r["shape"], r["fmt"], r["T"])] = r
-    tokens = sorted({k[2] for k in ours})
+            if line.strip():
+                r = json.loads(line)
+                ours[(r["shape"], r.get("routing", "uniform"), r["fmt"], r["T"])] = r
+    shapes = [ALIASES.get(s, s) for s in args.shape.split(",") if s] or sorted(
+        {k[0] for k in ours}, key=list(SHAPES).index)
     rows = []
-    for sname in args.shape.split(","):
+    t0 = time.monotonic()
+    for sname in shapes:
+        if sname not in SHAPES:
+            sys.exit(f"unknown shape {sname}; known: {', '.join(SHAPES)}")
         D, I, E, K = SHAPES[sname]
+        cases = sorted({(k[1], k[3]) for k in ours if k[0] == sname})
+        if not cases:
+            print(f"{sname}: no rows in {args.ours}")
+            continue
         w13 = torch.randn(E, 2 * I, D, device="cuda", dtype=torch.bfloat16) * 0.02
         w2 = torch.randn(E, D, I, device="cuda", dtype=torch.bfloat16) * 0.02
         try:
-            w13f = w13.to(torch.float8_e4m3fn)
-            w2f = w2.to(torch.float8_e4m3fn)
+            w13f, w2f = w13.to(torch.float8_e4m3fn), w2.to(torch.float8_e4m3fn)
             s13 = torch.full((E, 2 * I), 0.01, device="cuda")
             s2 = torch.full((E, D), 0.01, device="cuda")
         except Exception as e:  # noqa: BLE001
             print("fp8 weights:", e)
-            w13f = None
-        for T in tokens:
-            path = os.path.join(args.routing_dir, f"routing_T{T}.bin")
-            ids = torch.from_numpy(
-                __import__("numpy").fromfile(path, dtype="int32").reshape(T, K)).cuda()
-            flat = ids.flatten()
-            order = torch.argsort(flat, stable=True)
-            counts = torch.bincount(flat, minlength=E)
-            offs = torch.cumsum(counts, 0).to(torch.int32)
-            uniq = int((counts > 0).sum())
-            x = torch.randn(T, D, device="cuda", dtype=torch.bfloat16)
-            xs = x[order // K].contiguous()
-            res = {}
-
-            def bf16_layer():
-                h = torch._grouped_mm(xs, w13.transpose(-2, -1), offs=offs)
-                g, u = h[:, :I], h[:, I:]
-                a = torch.nn.functional.silu(g) * u
-                return torch._grouped_mm(a, w2.transpose(-2, -1), offs=offs)
-
-            try:
-                res["torch_bf16"] = bench_graph(bf16_layer, args.iters)
-            except Exception as e:  # noqa: BLE001
-                print(f"torch._grouped_mm T={T}: {type(e).__name__}: {str(e)[:200]}")
-            if w13f is not None:
-                xq = xs.to(torch.float8_e4m3fn)
-                sa = torch.ones(T * K, device="cuda")
-
-                def fp8_layer():
-                    h = torch._scaled_grouped_mm(xq, w13f.transpose(-2, -1), sa, s13, offs=offs,
-                                                 out_dtype=torch.bfloat16)
-                    g, u = h[:, :I], h[:, I:]
-                    a = (torch.nn.functional.silu(g) * u).to(torch.float8_e4m3fn)
-                    return torch._scaled_grouped_mm(a, w2f.transpose(-2, -1), sa, s2, offs=offs,
-                                                    out_dtype=torch.bfloat16)
-
-                try:
-                    res["torch_fp8"] = bench_graph(fp8_layer, args.iters)
-                except Exception as e:  # noqa: BLE001
-                    print(f"torch._scaled_grouped_mm T={T}: {type(e).__name__}: {str(e)[:200]}")
-            bytes_bf16 = uniq * 3 * D * I * 2 + 2 * T * D * 2
-            bytes_fp8 = uniq * 3 * D * I * 1 + 2 * T * D * 2
-            row = {"shape": sname, "T": T, "unique": uniq}
+            w13f = w2f = s13 = s2 = None
+        w = (w13, w2, w13f, w2f, s13, s2)
+        for routing, T in cases:
+            any_ours = next(r for k, r in ours.items() if k[0] == sname and k[1] == routing
+                            and k[3] == T)
+            iters = args.iters if any_ours.get("rows", T) * K < 16384 else args.iters_large
+            if args.time_budget and time.monotonic() - t0 > args.time_budget:
+                res = {"rows": any_ours.get("rows", T), "unique": any_ours["unique"],
+                       "flop": any_ours["flop"]}
+                print(f"{sname} {routing} T={T}: torch skipped (--time-budget)")
+            else:
+                res = measure_torch(torch, np, args, sname, routing, T, w, iters)
+            row = {"shape": sname, "routing": routing, "T": T, "rows": res["rows"],
+                   "unique": res["unique"], "flop": res["flop"]}
             for fmt in ("bf16", "fp8", "nvfp4"):
-                r = ours.get((sname, fmt, T))
+                r = ours.get((sname, routing, fmt, T))
                 if r:
                     row[fmt] = (r["us"], r["bytes"] / (r["us"] * 1e3) / PEAK * 100)
-            if "torch_bf16" in res:
-                us = res["torch_bf16"]
-                row["torch_bf16"] = (us, bytes_bf16 / (us * 1e3) / PEAK * 100)
-            if "torch_fp8" in res:
-                us = res["torch_fp8"]
-                row["torch_fp8"] = (us, bytes_fp8 / (us * 1e3) / PEAK * 100)
+            for fmt in ("bf16", "fp8"):
+                if fmt in res:
+                    us = res[fmt]
+                    row["torch_" + fmt] = (us, res["bytes_" + fmt] / (us * 1e3) / PEAK * 100)
             rows.append(row)
-        del w13, w2, w13f
+            print(f"{sname} {routing} T={T}: " + ", ".join(
+                f"{k} {row[k][0]:.0f} us" for k in ("bf16", "fp8", "nvfp4", "torch_bf16",
+                                                    "torch_fp8") if k in row), flush=True)
+        del w13, w2, w13f, w2f, w
         torch.cuda.empty_cache()
 
     def cell(r, k):
-        return f"{r[k][0]:.0f} ({r[k][1]:.0f}%)" if k in r else "-"
+        if k not in r:
+            return "-"
+        us, pct = r[k]
+        tf = r["flop"] / (us * 1e6)
+        return f"{us:.0f} ({pct:.0f}%, {tf:.0f} TF/s)" if tf >= 100 else f"{us:.0f} ({pct:.0f}%)"
 
-    head = ("| shape | T | unique experts | ours BF16 | ours FP8 | ours NVFP4 | torch BF16 "
-            "| torch FP8 |\n|---|---|---|---|---|---|---|---|")
+    def ratio(r, a, b):  # torch time / our time: > 1 means ours is faster
+        return f"{r[b][0] / r[a][0]:.2f}x" if a in r and b in r else "-"
+
+    head = ("| shape | routing | T | rows | unique experts | ours BF16 | ours FP8 | ours NVFP4 "
+            "| torch BF16 | torch FP8 | torch/ours BF16 | torch/ours FP8 |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for r in rows:
-        lines.append(f"| {r['shape']} | {r['T']} | {r['unique']} | " + " | ".join(
-            cell(r, k) for k in ("bf16", "fp8", "nvfp4", "torch_bf16", "torch_fp8")) + " |")
+        lines.append(f"| {r['shape']} | {r['routing']} | {r['T']} | {r['rows']} | {r['unique']} | "
+                     + " | ".join(cell(r, k) for k in ("bf16", "fp8", "nvfp4", "torch_bf16",
+                                                       "torch_fp8"))
+                     + f" | {ratio(r, 'bf16', 'torch_bf16')} | {ratio(r, 'fp8', 'torch_fp8')} |")
     table = "\n".join(lines)
-    print("Cells: time in us (effective bandwidth as % of 4.8 TB/s)")
+    print("Cells: time in us (effective bandwidth as % of 4.8 TB/s; TFLOP/s where >= 100). "
+          "rows: token rows this GPU computes (EP: one per local assignment).")
     print(table)
     if args.md:
         with open(args.md, "w") as f:

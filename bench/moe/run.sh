@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # GPU-machine run for the grouped MoE kernels: unpack .deps, build (sm_90a), run the grouped
-# parity tests, then moe_bench and moe_vs_torch.py on the same routing. Logs under $OUT.
-# Env: MOE_BENCH_TOKENS, MOE_BENCH_FMT, MOE_BENCH_SHAPES, MOE_SKIP_TESTS=1.
+# parity tests, then moe_bench (one run per set of rows) and moe_vs_torch.py on the same routing
+# files. Logs under $OUT (summary.txt, bench.log, ours.jsonl, torch.log, table.md).
+# Env:
+#   MOE_BENCH_PRESET=issue5   the rows issue 5 asks for (~4 min on an H200 with MOE_SKIP_TESTS=1):
+#                             TP8/EP8 shares at T 1..256, Zipf/hot routing, prefill T 4096/8192.
+#   MOE_BENCH_SETS            rows as lines "shapes routings tokens fmts sweep iters", e.g.
+#                             "glm5-tp8,glm5-ep8 uniform,zipf1.5 1,8,64 bf16,fp8 1 20"
+#                             (overrides the preset; see moe_bench.cu for the names).
+#   Without either: one set from MOE_BENCH_SHAPES (glm5,dsv3), MOE_BENCH_ROUTINGS (uniform),
+#   MOE_BENCH_TOKENS (1,4,8,32,64,128,256), MOE_BENCH_FMT (bf16,fp8,nvfp4), MOE_BENCH_SWEEP (1),
+#   MOE_BENCH_ITERS (20).
+#   MOE_SKIP_TESTS=1, MOE_SKIP_TORCH=1, MOE_TORCH_TIMEOUT (s, default 300), MOE_EXTRA_TARGETS.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 out=${OUT:-$root/build-gpu/logs}
 mkdir -p "$out"
-prefix=/tmp/moe-deps
-arch=x86_64-linux-gnu
-rm -rf "$prefix" && mkdir -p "$prefix"
-for f in .deps/*.deb; do dpkg-deb -x "$f" "$prefix"; done
-for pc in "$prefix"/usr/lib/$arch/pkgconfig/*.pc "$prefix"/usr/share/pkgconfig/*.pc; do
-  [ -f "$pc" ] && sed -i "s|^prefix=/usr\$|prefix=$prefix/usr|" "$pc"
-done
-export PKG_CONFIG_PATH="$prefix/usr/lib/$arch/pkgconfig:$prefix/usr/share/pkgconfig"
-export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$prefix/usr/lib/$arch"
-pc_args=()
-command -v pkg-config >/dev/null 2>&1 || pc_args=(-DPKG_CONFIG_EXECUTABLE="$prefix/usr/bin/pkgconf")
+# shellcheck source=scripts/gpu-env.sh
+source "$root/scripts/gpu-env.sh"
+moe_unpack_deps || exit 2
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/summary.txt"
 build=build-gpu
 cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
@@ -25,9 +27,12 @@ cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTU
   -DGTest_DIR="$prefix/usr/lib/$arch/cmake/GTest" \
   -Dnlohmann_json_DIR="$prefix/usr/share/cmake/nlohmann_json" \
   -DCMAKE_CXX_FLAGS="-isystem $prefix/usr/include" -DCMAKE_CUDA_FLAGS="-isystem $prefix/usr/include" \
-  "${pc_args[@]}" >"$out/configure.log" 2>&1 || { tail -n 30 "$out/configure.log"; exit 3; }
+  "${pkg_config_args[@]}" >"$out/configure.log" 2>&1 || { tail -n 30 "$out/configure.log"; exit 3; }
 echo "== build $(date +%T)" | tee -a "$out/summary.txt"
-cmake --build $build -j"$(nproc)" --target moe_bench moe_grouped_tests ${MOE_EXTRA_TARGETS:-} \
+targets="moe_bench"
+[ "${MOE_SKIP_TESTS:-0}" != 1 ] && targets="$targets moe_grouped_tests"
+# shellcheck disable=SC2086
+cmake --build $build -j"$(nproc)" --target $targets ${MOE_EXTRA_TARGETS:-} \
   >"$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -n 30; exit 4; }
 echo "== build done $(date +%T)" | tee -a "$out/summary.txt"
 status=0
@@ -35,13 +40,48 @@ if [ "${MOE_SKIP_TESTS:-0}" != 1 ]; then
   MOE_REQUIRE_GPU=1 timeout 150 $build/bin/moe_grouped_tests >"$out/tests.log" 2>&1 || status=1
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|OK \]|Failure|error:|Expected|Which is" "$out/tests.log" | head -40 | tee -a "$out/summary.txt"
 fi
-echo "== bench $(date +%T)" | tee -a "$out/summary.txt"
-rd=/tmp/moe-routing && mkdir -p $rd
-$build/bin/moe_bench --tokens "${MOE_BENCH_TOKENS:-1,4,8,32,64,128,256}" \
-  --fmt "${MOE_BENCH_FMT:-bf16,fp8,nvfp4}" --shape "${MOE_BENCH_SHAPES:-glm5,dsv3}" \
-  --sweep "${MOE_BENCH_SWEEP:-1}" --iters "${MOE_BENCH_ITERS:-20}" --routing-dir $rd --json "$out/ours.jsonl" 2>&1 | tee "$out/bench.log" || status=1
-echo "== torch $(date +%T)" | tee -a "$out/summary.txt"
-PYTHONUNBUFFERED=1 timeout 150 python3 bench/moe/moe_vs_torch.py --routing-dir $rd --ours "$out/ours.jsonl" \
-  --shape "${MOE_BENCH_SHAPES:-glm5,dsv3}" --md "$out/table.md" 2>&1 | tee "$out/torch.log" || status=1
+
+# Sets of rows: "shapes routings tokens fmts sweep iters" per line.
+sets=${MOE_BENCH_SETS:-}
+if [ -z "$sets" ] && [ "${MOE_BENCH_PRESET:-}" = issue5 ]; then
+  # Sharded decode shares (compare glm5-tp8 with the Triton TP8 rows of h200-anchors.md);
+  # skewed routing on the whole layer and on the busiest EP8 rank; prefill (heuristic config,
+  # fewer replays: each takes tens of ms).
+  sets="glm5-tp8,glm5-ep8,dsv3-tp8,dsv3-ep8 uniform 1,8,32,64,128,256 bf16,fp8,nvfp4 1 20
+glm5 uniform,zipf1,zipf1.5,hot8 8,64,256,1024 bf16,fp8,nvfp4 1 20
+glm5-ep8 zipf1,zipf1.5,hot8 8,64,256,1024 bf16,fp8,nvfp4 1 20
+glm5,dsv3,glm5-tp8 uniform 4096,8192 bf16,fp8,nvfp4 0 10"
+elif [ -z "$sets" ] && [ -n "${MOE_BENCH_PRESET:-}" ]; then
+  echo "run.sh: unknown MOE_BENCH_PRESET=${MOE_BENCH_PRESET} (known: issue5)" >&2
+  exit 2
+fi
+[ -z "$sets" ] && sets="${MOE_BENCH_SHAPES:-glm5,dsv3} ${MOE_BENCH_ROUTINGS:-uniform} \
+${MOE_BENCH_TOKENS:-1,4,8,32,64,128,256} ${MOE_BENCH_FMT:-bf16,fp8,nvfp4} \
+${MOE_BENCH_SWEEP:-1} ${MOE_BENCH_ITERS:-20}"
+
+rd=/tmp/moe-routing && rm -rf $rd && mkdir -p $rd
+: >"$out/ours.jsonl"
+: >"$out/bench.log"
+n=0
+while read -r shapes routings tokens fmts sweep iters; do
+  [ -z "${shapes:-}" ] && continue
+  n=$((n + 1))
+  echo "== bench set $n: $shapes $routings T=$tokens $fmts sweep=$sweep iters=$iters $(date +%T)" |
+    tee -a "$out/summary.txt" | tee -a "$out/bench.log"
+  $build/bin/moe_bench --shape "$shapes" --routing "$routings" --tokens "$tokens" --fmt "$fmts" \
+    --sweep "${sweep:-1}" --iters "${iters:-20}" --routing-dir $rd --json "$out/ours.$n.jsonl" \
+    </dev/null >>"$out/bench.log" 2>&1 || { status=1; tail -n 5 "$out/bench.log"; }
+  cat "$out/ours.$n.jsonl" >>"$out/ours.jsonl" 2>/dev/null
+done <<<"$sets"
+grep -vE "^  sweep" "$out/bench.log" | tee -a "$out/summary.txt"
+
+if [ "${MOE_SKIP_TORCH:-0}" != 1 ]; then
+  echo "== torch $(date +%T)" | tee -a "$out/summary.txt"
+  PYTHONUNBUFFERED=1 timeout "${MOE_TORCH_TIMEOUT:-300}" python3 bench/moe/moe_vs_torch.py \
+    --routing-dir $rd --ours "$out/ours.jsonl" --md "$out/table.md" \
+    --time-budget $(( ${MOE_TORCH_TIMEOUT:-300} - 40 )) >"$out/torch.log" 2>&1 ||
+    status=1
+  tail -n 80 "$out/torch.log" | tee -a "$out/summary.txt"
+fi
 echo "== done $(date +%T), status $status" | tee -a "$out/summary.txt"
 exit $status

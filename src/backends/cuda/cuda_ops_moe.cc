@@ -2,9 +2,15 @@
 // Routed experts take the grouped path (kernels/moe_grouped: tokens grouped by expert on the
 // device, each touched expert's weights streamed once per token tile) for BF16, FP8 block-128
 // and NVFP4 weights; F32/F16 weights and shapes it does not take use the token-major kernels.
+// Their launch configuration comes from the MoE tune cache when one is set, else the heuristic.
 #include <algorithm>
+#include <cstdint>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/kernels/moe_experts/moe_experts.h"
@@ -15,6 +21,70 @@
 #include "backends/cuda/op_checks.h"
 
 namespace moe::cuda {
+
+Result<std::shared_ptr<const MoeTuneCache>> CudaOps::load_moe_tune_cache(
+    const std::string& path, const DeviceInfo& d, std::vector<std::string>* warnings) {
+  const std::string rerun = "; delete it and run `moengine tune-moe --model-path DIR --cache " +
+                            path + "` again, or leave it out to use the heuristic";
+  std::ifstream in(path);
+  if (!in)
+    return not_found("MoE tune cache " + path +
+                     " cannot be read; write it with `moengine tune-moe --model-path DIR`");
+  // The version is checked here; MoeTuneCache::load parses the entries (and reports bad ones).
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const std::exception& ex) {
+    return invalid_argument("MoE tune cache " + path + " is not JSON (" + ex.what() + ")" + rerun);
+  }
+  const nlohmann::json* version = j.is_object() && j.contains("version") ? &j["version"] : nullptr;
+  if (version == nullptr || !version->is_number_integer() || version->get<int64_t>() != 1)
+    return invalid_argument("MoE tune cache " + path + " has version " +
+                            (version ? version->dump() : std::string("(none)")) +
+                            "; this moengine reads version 1" + rerun);
+  if (!j.contains("entries") || !j["entries"].is_object())
+    return invalid_argument("MoE tune cache " + path + " has no \"entries\" object" + rerun);
+  for (const auto& [key, v] : j["entries"].items()) {
+    for (const char* field : {"nb", "warps_per_cta", "ctas_per_sm"}) {
+      const bool good = v.is_object() && v.contains(field) && v[field].is_number_integer() &&
+                        v[field].get<int64_t>() >= INT32_MIN &&
+                        v[field].get<int64_t>() <= INT32_MAX;
+      if (!good)
+        return invalid_argument("MoE tune cache " + path + ": entry '" + key +
+                                "' needs an integer \"" + field + "\"" + rerun);
+    }
+  }
+  auto cache = MoeTuneCache::load(path);
+  if (!cache.ok()) return cache.status();
+  // Entries for this device (key prefix "<name>|sm_XY|"; the format is the key's last field)
+  // that its limits no longer allow are ignored by select(): say so once here.
+  const std::string prefix =
+      d.name + "|sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor) + "|";
+  const MoeDeviceLimits lim = moe_limits(d);
+  size_t mine = 0;
+  for (const auto& [key, v] : j["entries"].items()) {
+    if (key.rfind(prefix, 0) != 0) continue;
+    ++mine;
+    const std::string fmt_name = key.substr(key.rfind('|') + 1);
+    std::optional<GroupedFmt> fmt;
+    for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block, GroupedFmt::kNvfp4})
+      if (fmt_name == moe_fmt_name(f)) fmt = f;
+    const std::optional<MoeKernelConfig> c = cache->find(key);
+    if (!fmt || !c || !moe_config_fits(*c, *fmt, lim)) {
+      if (warnings)
+        warnings->push_back("MoE tune cache " + path + ": entry '" + key + "' does not fit " +
+                            describe(d) + (fmt ? "" : " (unknown format)") +
+                            "; the heuristic is used for that shape");
+    }
+  }
+  if (mine == 0 && warnings)
+    warnings->push_back("MoE tune cache " + path + " has no entry for " + d.name + " sm_" +
+                        std::to_string(d.cc_major) + std::to_string(d.cc_minor) + " (" +
+                        std::to_string(cache->size()) +
+                        " for other GPUs); the heuristic is used; run `moengine tune-moe` on "
+                        "this GPU");
+  return std::make_shared<const MoeTuneCache>(std::move(cache).value());
+}
 
 void CudaOps::moe_route(TensorView ids, TensorView weights, ConstTensorView logits,
                         ConstTensorView bias, const ops::MoeRouteParams& rp) {
@@ -66,9 +136,10 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
   std::string why;
   if (resolve_grouped_experts(experts, D, ge.get(), &why)) {
     begin_op();
-    // TODO(moe-tune): CudaOps should hold a MoeTuneCache (moengine tune-moe); heuristic for now.
     const MoeDeviceLimits lim = moe_limits(info_);
-    const MoeKernelConfig cfg = moe_heuristic_config(MoeShape{T, D, ge->I, E, K, ge->fmt}, lim);
+    const MoeShape shape{T, D, ge->I, E, K, ge->fmt};
+    const MoeKernelConfig cfg =
+        moe_tune_ ? moe_tune_->select(info_, shape) : moe_heuristic_config(shape, lim);
     const GroupedLaunch l = moe_launch(cfg, lim);
     const int64_t TK = std::max<int64_t>(T * K, 1);
     GroupedScratch s;
@@ -83,30 +154,35 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
                         weights.stride(0), T, K, s, l, stream_);
     return;
   }
-  MOE_CHECK(experts[0].gate.format == ops::WeightFormat::kDense)
-      << "moe_experts: quantized experts need the grouped path, which refused them: " << why;
+  // Token-major fallback: dense experts, and quantized ones the grouped path refused (`why`).
   const int64_t I = experts[0].gate.rows();
-  const DType dt = experts[0].gate.data.dtype();
   begin_op();
   MoeExpertsParams p;
   for (int64_t e = 0; e < E; ++e) {
-    struct {
-      ConstTensorView gate, up, down;
-    } ew{dense_weight(experts[e].gate, "moe_experts.gate"),
-         dense_weight(experts[e].up, "moe_experts.up"),
-         dense_weight(experts[e].down, "moe_experts.down")};
-    MOE_CHECK(ew.gate.rank() == 2 && ew.gate.dim(0) == I && ew.gate.dim(1) == D &&
-              ew.up.rank() == 2 && ew.up.dim(0) == I && ew.up.dim(1) == D && ew.down.rank() == 2 &&
-              ew.down.dim(0) == D && ew.down.dim(1) == I)
-        << "moe_experts: expert " << e << " gate " << ew.gate.shape().to_string() << " up "
-        << ew.up.shape().to_string() << " down " << ew.down.shape().to_string() << ", expected I "
-        << I << ", D " << D;
-    MOE_CHECK(ew.gate.dtype() == dt && ew.up.dtype() == dt && ew.down.dtype() == dt &&
-              ew.gate.is_contiguous() && ew.up.is_contiguous() && ew.down.is_contiguous())
-        << "moe_experts: expert " << e << " weights must be contiguous and all " << dtype_name(dt);
-    p.gate[e] = ew.gate.raw();
-    p.up[e] = ew.up.raw();
-    p.down[e] = ew.down.raw();
+    const std::string name = "moe_experts expert " + std::to_string(e);
+    const WeightArgs g = weight_args(experts[e].gate, (name + " gate").c_str()),
+                     u = weight_args(experts[e].up, (name + " up").c_str()),
+                     d = weight_args(experts[e].down, (name + " down").c_str());
+    MOE_CHECK(g.N == I && g.K == D && u.N == I && u.K == D && d.N == D && d.K == I)
+        << "moe_experts: expert " << e << " gate [" << g.N << ", " << g.K << "] up [" << u.N << ", "
+        << u.K << "] down [" << d.N << ", " << d.K << "], expected I " << I << ", D " << D;
+    if (e == 0) {
+      p.wt = g.wt;
+      p.block = g.block;
+    }
+    MOE_CHECK(g.wt == p.wt && u.wt == p.wt && d.wt == p.wt && g.block == p.block &&
+              u.block == p.block && d.block == p.block)
+        << "moe_experts: expert " << e << " weights must all have expert 0's format"
+        << (why.empty() ? "" : " (grouped path: " + why + ")");
+    p.gate[e] = g.data;
+    p.up[e] = u.data;
+    p.down[e] = d.data;
+    p.gate_scale[e] = g.scale;
+    p.up_scale[e] = u.scale;
+    p.down_scale[e] = d.scale;
+    p.gate_gs[e] = g.global_scale;
+    p.up_gs[e] = u.global_scale;
+    p.down_gs[e] = d.global_scale;
   }
   p.y = y.data<float>();
   p.y_stride = y.stride(0);
@@ -121,7 +197,6 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
   p.K = K;
   p.I = I;
   p.E = E;
-  p.wt = weight_type(dt, "moe_experts weights");
   p.h = scratch({std::max<int64_t>(T * K, 1), I}, DType::kF32).data<float>();
   launch_moe_experts(p, stream_);
 }

@@ -172,6 +172,16 @@ TEST_F(MoeGroupedTest, EveryTileWidth) {
       }
 }
 
+// The pipelined kernel's loader runs ahead across a warp's items (other experts, other rows):
+// enough tokens that every warp takes several items of both GEMMs.
+TEST_F(MoeGroupedTest, PipelinedAcrossItems) {
+  for (Fmt f : kFmts)
+    for (int nb : {1, 2, 4}) {
+      check(f, 1500, 256, 256, 8, 2, Routing::kRandom, nb, true);
+      check(f, 700, 384, 128, 16, 4, Routing::kRandom, nb, true);
+    }
+}
+
 TEST_F(MoeGroupedTest, GlmShapeSmallBatch) {  // real widths (D 6144, I 2048), few experts
   for (Fmt f : kFmts) check(f, 5, 6144, 2048, 4, 2);
 }

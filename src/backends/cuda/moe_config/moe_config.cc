@@ -10,14 +10,24 @@
 namespace moe::cuda {
 
 int MoeKernelConfig::regs_per_thread(GroupedFmt f) const {
-  // NOTE: ptxas -v (sm_90a, CUDA 13.0), max over gate_up/down and pipelined or not, rounded up.
-  switch (f) {
+  // NOTE: ptxas -v (sm_90a, CUDA 13.0), max over gate_up/down, rounded up to 8.
+  if (pipelined) {  // moe_gemm_pipe_kernel
+    switch (f) {
+      case GroupedFmt::kBf16:
+        return nb <= 1 ? 80 : nb == 2 ? 96 : 128;
+      case GroupedFmt::kFp8Block:
+        return nb <= 1 ? 104 : nb == 2 ? 144 : 208;
+      case GroupedFmt::kNvfp4:
+        return nb <= 1 ? 120 : nb == 2 ? 168 : 248;
+    }
+  }
+  switch (f) {  // moe_gemm_kernel
     case GroupedFmt::kBf16:
-      return nb <= 1 ? 176 : nb == 2 ? 200 : nb == 4 ? 200 : 224;
+      return nb <= 2 ? 168 : nb == 4 ? 200 : 224;
     case GroupedFmt::kFp8Block:
       return nb <= 1 ? 176 : nb == 2 ? 224 : 232;
     case GroupedFmt::kNvfp4:
-      return nb <= 1 ? 192 : nb == 2 ? 208 : 248;
+      return nb <= 1 ? 168 : nb == 2 ? 192 : 232;
   }
   return 255;
 }
@@ -56,7 +66,9 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   // Expected tokens per expert (T*K/E). Measured on the H200 (docs/perf.md, sweep of 2026-11-30):
   // 8-token tiles win up to ~4 tokens per expert (BF16: ~2), 16-token tiles up to ~16 (an
   // expert with more tokens takes a second tile and re-reads its weights, cheaper than wider
-  // tiles' register pressure); the register double buffer (pipelined) never won.
+  // tiles' register pressure). Pipelined (the cp.async ring) stays off: its one-step-per-group
+  // form lost to register streaming everywhere but NVFP4 T <= 4 (sweeps of 2026-11-30); the
+  // grouped form is correct (tests) but not yet measured.
   const double mean = s.E > 0 ? static_cast<double>(s.T * s.K) / static_cast<double>(s.E) : 1;
   const bool bf16 = s.fmt == GroupedFmt::kBf16;
   MoeKernelConfig c;

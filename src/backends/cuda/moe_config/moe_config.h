@@ -30,12 +30,14 @@ struct MoeKernelConfig {
   int nb = 1;             // tokens per tile = 8 * nb
   int warps_per_cta = 8;  // <= 8
   int ctas_per_sm = 1;
-  bool pipelined = false;  // register double buffer of the weight stream (not with nb 8)
+  bool pipelined = false;  // shared-memory cp.async ring of the weight stream (not with nb 8)
 
   int threads() const { return warps_per_cta * 32; }
   // Shared memory per CTA: the register-streaming GEMMs stage nothing (activations come through
-  // L1); kept so every family of configs is checked the same way.
-  int64_t smem_bytes() const { return 0; }
+  // L1); the pipelined ones keep a cp.async ring per warp (kGroupedPipeWarpBytes, any format).
+  int64_t smem_bytes() const {
+    return pipelined ? int64_t{warps_per_cta} * kGroupedPipeWarpBytes : 0;
+  }
   // Registers per thread the instance needs (ptxas -v of moe_grouped.cu, sm_90a, CUDA 13.0;
   // upper bound over gate_up and down).
   int regs_per_thread(GroupedFmt f) const;

@@ -32,9 +32,13 @@ void launch_moe_experts(const MoeExpertsParams& p, Stream stream) {
     case kWF16:
       launch_typed<__half>(p, stream);
       break;
+    case kWFp8Block:
+    case kWNvfp4:
+      launch_typed<void>(p, stream);
+      break;
     default:
       MOE_CHECK(false) << "moe_experts: weight dtype code " << p.wt
-                       << " (supported: F32, BF16, F16)";
+                       << " (supported: F32, BF16, F16, FP8 block, NVFP4)";
   }
 }
 

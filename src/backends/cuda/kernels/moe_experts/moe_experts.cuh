@@ -4,13 +4,36 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "backends/cuda/kernels/common.cuh"
 #include "backends/cuda/kernels/moe_experts/moe_experts.h"
+#include "backends/cuda/kernels/quant_weight.cuh"
 
 namespace moe::cuda {
 
 constexpr int kExpertThreads = 256, kExpertWarps = kExpertThreads / 32;
+
+// Element (n, k) of an expert matrix with `cols` columns as f32: W a dense element type, or
+// void for the quantized formats (p.wt), dequantized like linear's tile kernel.
+template <typename W>
+__device__ __forceinline__ float expert_w(const MoeExpertsParams& p, const void* data,
+                                          const void* scale, float gs, int64_t n, int64_t k,
+                                          int64_t cols) {
+  if constexpr (std::is_void_v<W>) {
+    QuantWeight q;
+    q.data = data;
+    q.scale = scale;
+    q.wt = p.wt;
+    q.K = cols;
+    q.block = p.block;
+    q.scale_cols = (cols + p.block - 1) / p.block;
+    q.global_scale = gs;
+    return q.load(n, k);
+  } else {
+    return to_f32<W>(static_cast<const W*>(data)[n * cols + k]);
+  }
+}
 
 template <typename W>
 __global__ void __launch_bounds__(kExpertThreads)
@@ -25,13 +48,11 @@ __global__ void __launch_bounds__(kExpertThreads)
     if (lane == 0) h[i] = NAN;
     return;
   }
-  const W* gr = static_cast<const W*>(p.gate[e]) + i * p.D;
-  const W* ur = static_cast<const W*>(p.up[e]) + i * p.D;
   const float* x = p.x + t * p.x_stride;
   float g = 0, u = 0;
   for (int64_t d = lane; d < p.D; d += 32) {
-    g = fmaf(x[d], to_f32<W>(gr[d]), g);
-    u = fmaf(x[d], to_f32<W>(ur[d]), u);
+    g = fmaf(x[d], expert_w<W>(p, p.gate[e], p.gate_scale[e], p.gate_gs[e], i, d, p.D), g);
+    u = fmaf(x[d], expert_w<W>(p, p.up[e], p.up_scale[e], p.up_gs[e], i, d, p.D), u);
   }
   g = warp_sum(g);
   u = warp_sum(u);
@@ -52,10 +73,10 @@ __global__ void __launch_bounds__(kExpertThreads)
       acc = NAN;
       continue;
     }
-    const W* dr = static_cast<const W*>(p.down[e]) + d * p.I;
     const float* h = p.h + (t * p.K + k) * p.I;
     float o = 0;
-    for (int64_t i = lane; i < p.I; i += 32) o = fmaf(h[i], to_f32<W>(dr[i]), o);
+    for (int64_t i = lane; i < p.I; i += 32)
+      o = fmaf(h[i], expert_w<W>(p, p.down[e], p.down_scale[e], p.down_gs[e], d, i, p.I), o);
     acc += p.weights[t * p.weights_stride + k] * warp_sum(o);
   }
   if (lane == 0) p.y[t * p.y_stride + d] = acc;

@@ -9,12 +9,23 @@ namespace moe::cuda {
 namespace {
 
 template <typename Kernel>
-int ctas_per_sm(Kernel k, int threads, int wanted) {
+int ctas_per_sm(Kernel k, int threads, int64_t smem, int wanted) {
   int occ = 0;
-  MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, threads, 0),
+  MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, threads, smem),
                  "moe_gemm occupancy");
-  MOE_CHECK(occ >= 1) << "moe_gemm: a CTA of " << threads << " threads does not fit on an SM";
+  MOE_CHECK(occ >= 1) << "moe_gemm: a CTA of " << threads << " threads and " << smem
+                      << " B of shared memory does not fit on an SM";
   return std::min(occ, std::max(wanted, 1));
+}
+
+// The cp.async pipeline copies nvfp4 scales in 4-byte words: every scale matrix must be 4-byte
+// aligned (rows are Kd/16 bytes, a multiple of 8); otherwise the register-streaming kernel runs.
+bool pipe_aligned(const MoeGemmParams& p) {
+  if (static_cast<GroupedFmt>(p.fmt) != GroupedFmt::kNvfp4) return true;
+  for (int m = 0; m < (p.gate_up ? 2 : 1); ++m)
+    for (int e = 0; e < kMaxGroupedExperts && p.w[m][e] != nullptr; ++e)
+      if (reinterpret_cast<uintptr_t>(p.s[m][e]) % 4 != 0) return false;
+  return true;
 }
 
 template <GroupedFmt F, int NB>
@@ -23,19 +34,25 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
   MOE_CHECK(threads >= 32 && threads <= grouped::kGemmMaxThreads)
       << "moe_gemm: " << l.warps_per_cta << " warps per CTA (supported: 1.."
       << grouped::kGemmMaxThreads / 32 << ")";
-  auto go = [&](auto k) {
-    const int grid = l.sm_count * ctas_per_sm(k, threads, l.ctas_per_sm);
-    k<<<grid, threads, 0, stream>>>(p);
+  auto go = [&](auto k, int64_t smem) {
+    if (smem > 0)
+      MOE_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(smem)),
+                     "moe_gemm shared memory");
+    const int grid = l.sm_count * ctas_per_sm(k, threads, smem, l.ctas_per_sm);
+    k<<<grid, threads, smem, stream>>>(p);
   };
-  if constexpr (NB == 8) {  // the double buffer does not fit the registers at 64 tokens
-    p.gate_up ? go(grouped::moe_gemm_kernel<F, NB, true, false>)
-              : go(grouped::moe_gemm_kernel<F, NB, false, false>);
-  } else if (p.gate_up)
-    l.pipelined ? go(grouped::moe_gemm_kernel<F, NB, true, true>)
-                : go(grouped::moe_gemm_kernel<F, NB, true, false>);
-  else
-    l.pipelined ? go(grouped::moe_gemm_kernel<F, NB, false, true>)
-                : go(grouped::moe_gemm_kernel<F, NB, false, false>);
+  bool pipe = false;
+  if constexpr (NB != 8) {  // 64-token tiles (BF16 only) run the register-streaming kernel
+    pipe = l.pipelined && pipe_aligned(p);
+    const int64_t smem = int64_t{l.warps_per_cta} * kGroupedPipeWarpBytes;
+    if (pipe)
+      p.gate_up ? go(grouped::moe_gemm_pipe_kernel<F, NB, true>, smem)
+                : go(grouped::moe_gemm_pipe_kernel<F, NB, false>, smem);
+  }
+  if (!pipe)
+    p.gate_up ? go(grouped::moe_gemm_kernel<F, NB, true>, 0)
+              : go(grouped::moe_gemm_kernel<F, NB, false>, 0);
   MOE_CUDA_CHECK_LAUNCH(p.gate_up ? "moe_grouped/gate_up" : "moe_grouped/down");
 }
 

@@ -1,8 +1,10 @@
 // Grouped routed-expert kernels (see moe_grouped.h for the pipeline).
 //
-// GEMMs stream weights straight from HBM into mma.sync A fragments: a warp owns a work item of
+// GEMMs stream weights from HBM into mma.sync A fragments: a warp owns a work item of
 // (tile of <= 8*NB tokens of one expert, 16 or 32 weight rows) and walks K in steps where every
-// lane loads 16 bytes of each of its rows (64 contiguous bytes per row per step). The order of k
+// lane loads 16 bytes of each of its rows (64 contiguous bytes per row per step), either straight
+// into registers (moe_gemm_kernel) or through a per-warp cp.async ring in shared memory that runs
+// ahead across items (moe_gemm_pipe_kernel, "pipelined"). The order of k
 // inside a step is free as long as A and B agree, so each lane's 16 weight bytes are exactly the
 // k values its A-fragment registers need, and the matching activations are one to four 16-byte
 // loads of the token's row (L1 hits: all warps of an expert read the same rows). No shared
@@ -11,8 +13,8 @@
 //   BF16: as is (bf16 mma). FP8: cvt e4m3x2 -> f16x2 (exact), block scale applied to the f32
 //   partial sum of each 128-k block. NVFP4: nibbles -> e4m3 bytes (value * 2^-6) -> f16x2,
 //   times (fp8 scale * 64) in f16 (exact: <= 5 significant bits), global scale in the epilogue.
-//   NVFP4 activations are stored in k order [0,2,4,6,1,3,5,7] per group of 8 so that one 16-byte
-//   load matches the pairs the nibble unpacking produces.
+//   NVFP4 activations are stored in k order [0,2,4,6,1,3,5,7] per group of 8 (act_index) so
+//   that one 16-byte load matches the pairs the nibble unpacking produces.
 // NOTE: FP8/NVFP4 use F16 activations, saturated to +-65504 (inputs of MoE layers are post-norm).
 #pragma once
 
@@ -29,11 +31,26 @@ namespace moe::cuda::grouped {
 
 constexpr int kGroupThreads = 512;
 constexpr int kGemmMaxThreads = 256;
-// k-steps of weight loads in flight per warp (fewer with many token columns: registers).
-// Pipelined (PIPE): the next U steps' loads are issued before the current U steps are computed
-// (register double buffer), so U is halved to keep registers in bounds.
-template <int NB, bool PIPE>
-constexpr int kUnroll = PIPE ? (NB >= 4 ? 1 : 2) : (NB >= 4 ? 2 : 4);
+// k-steps of weight loads in flight per warp in the register-streaming kernel (fewer with many
+// token columns: registers).
+template <int NB>
+constexpr int kUnroll = NB >= 4 ? 2 : 4;
+
+// Shared-memory pipeline (moe_gemm_pipe_kernel): k-steps in a warp's ring, bytes per step.
+template <GroupedFmt F>
+constexpr int kPipeBatch = F == GroupedFmt::kNvfp4 ? 3 : 4;  // k-steps per cp.async group
+template <GroupedFmt F>
+constexpr int kPipeStages = 3 * kPipeBatch<F>;
+template <GroupedFmt F>
+constexpr int kPipeStepBytes = F == GroupedFmt::kNvfp4 ? 2560 : 2048;
+static_assert(kPipeStages<GroupedFmt::kNvfp4> == grouped_pipe_stages(GroupedFmt::kNvfp4) &&
+              kPipeStages<GroupedFmt::kBf16> == grouped_pipe_stages(GroupedFmt::kBf16) &&
+              kPipeStepBytes<GroupedFmt::kNvfp4> == grouped_pipe_step_bytes(GroupedFmt::kNvfp4) &&
+              kPipeStepBytes<GroupedFmt::kBf16> == grouped_pipe_step_bytes(GroupedFmt::kBf16) &&
+              kPipeStages<GroupedFmt::kNvfp4> * kPipeStepBytes<GroupedFmt::kNvfp4> <=
+                  kGroupedPipeWarpBytes &&
+              kPipeStages<GroupedFmt::kBf16> * kPipeStepBytes<GroupedFmt::kBf16> <=
+                  kGroupedPipeWarpBytes);
 
 template <GroupedFmt F>
 struct Fmt;
@@ -102,12 +119,17 @@ __device__ __forceinline__ void dequant(const uint4& w, uint16_t sc,
 #pragma unroll
     for (int q = 0; q < 4; ++q) o[q] = ws[q];
   } else if constexpr (F == GroupedFmt::kFp8Block) {
+    // NOTE: measured on the H200 (2026-11-30): this cvt beats an integer unpacking (value *
+    // 2^-8 by shifts and masks) by 6-8% at T = 64..256.
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       o[2 * q] = u16_to_h2(static_cast<uint16_t>(ws[q] & 0xffffu));
       o[2 * q + 1] = u16_to_h2(static_cast<uint16_t>(ws[q] >> 16));
     }
   } else {
+    // NOTE: measured on the H200 (2026-11-30): an integer-only unpacking (nibble -> f16 bits =
+    // value * 2^-14 by shifts and masks, scale * 2^7) was 1-3% slower than these cvts at
+    // T = 8..256, so the cvt unit is not what limits NVFP4 (docs/moe-kernels.md).
     const uint32_t s2 = hmul2(u16_to_h2(sc), 0x54005400u);  // (s0, s1) * 64
     const uint32_t m0 = __byte_perm(s2, 0, 0x1010), m1 = __byte_perm(s2, 0, 0x3232);
 #pragma unroll
@@ -133,9 +155,11 @@ __device__ __forceinline__ uint16_t act_bits(float v, bool f16) {
   return __bfloat16_as_ushort(__float2bfloat16_rn(v));
 }
 
-// Storage index of activation k for nvfp4 (k order [0,2,4,6,1,3,5,7] in each group of 8).
-__device__ __forceinline__ int64_t nvfp4_act_index(int64_t k) {
-  return (k & ~int64_t{7}) + (k & 1) * 4 + ((k & 7) >> 1);
+// Storage index of activation k: the order in which dequant<F> produces the weight pairs.
+// nvfp4: [0,2,4,6,1,3,5,7] per group of 8; bf16 and fp8: natural.
+__host__ __device__ __forceinline__ int64_t act_index(GroupedFmt f, int64_t k) {
+  if (f == GroupedFmt::kNvfp4) return (k & ~int64_t{7}) + (k & 1) * 4 + ((k & 7) >> 1);
+  return k;
 }
 
 // ---- grouping: block 0 sorts slots by expert, the other blocks convert x ----
@@ -201,8 +225,8 @@ __global__ void __launch_bounds__(kGroupThreads)
     }
     return;
   }
-  const bool f16 = p.fmt != static_cast<int>(GroupedFmt::kBf16);
-  const bool perm = p.fmt == static_cast<int>(GroupedFmt::kNvfp4);
+  const GroupedFmt fmt = static_cast<GroupedFmt>(p.fmt);
+  const bool f16 = fmt != GroupedFmt::kBf16;
   const int64_t per_row = p.D / 8, n = p.T * per_row;
   for (int64_t u = static_cast<int64_t>(blockIdx.x - 1) * blockDim.x + threadIdx.x; u < n;
        u += static_cast<int64_t>(gridDim.x - 1) * blockDim.x) {
@@ -211,13 +235,16 @@ __global__ void __launch_bounds__(kGroupThreads)
     const float4 a = src[0], b = src[1];
     const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
     uint16_t o[8];
-    if (perm) {
+    auto convert = [&](auto f_const) {  // a compile-time format keeps o[] in registers
 #pragma unroll
-      for (int i = 0; i < 8; ++i) o[(i & 1) * 4 + (i >> 1)] = act_bits(v[i], true);
-    } else {
-#pragma unroll
-      for (int i = 0; i < 8; ++i) o[i] = act_bits(v[i], f16);
-    }
+      for (int i = 0; i < 8; ++i) o[act_index(decltype(f_const)::value, i)] = act_bits(v[i], f16);
+    };
+    if (fmt == GroupedFmt::kNvfp4)
+      convert(std::integral_constant<GroupedFmt, GroupedFmt::kNvfp4>{});
+    else if (fmt == GroupedFmt::kFp8Block)
+      convert(std::integral_constant<GroupedFmt, GroupedFmt::kFp8Block>{});
+    else
+      convert(std::integral_constant<GroupedFmt, GroupedFmt::kBf16>{});
     uint4 r;
     r.x = o[0] | (uint32_t{o[1]} << 16);
     r.y = o[2] | (uint32_t{o[3]} << 16);
@@ -229,192 +256,350 @@ __global__ void __launch_bounds__(kGroupThreads)
 
 // ---- grouped GEMM ----
 
-template <GroupedFmt F, int NB, bool GU, bool PIPE>
-__global__ void __launch_bounds__(kGemmMaxThreads, 1)
-    moe_gemm_kernel(const __grid_constant__ MoeGemmParams p) {
+// One warp's work item: a tile of <= 8*NB tokens of expert e and 16 rows of each of its two
+// matrices (gate_up: gate and up; down: rows rbase[0] and rbase[1] = rbase[0] + 16).
+template <int NB>
+struct Item {
+  int e, pos0, cnt;
+  int64_t rbase[2];
+  const uint4* arow[NB];  // activation row of token column nb*8 + g, at this lane's k offset
+};
+
+template <GroupedFmt F, int NB, bool GU>
+__device__ __forceinline__ Item<NB> make_item(const MoeGemmParams& p, int64_t item,
+                                              int64_t row_blocks, int g, int c) {
+  constexpr int kRows = GU ? 16 : 32;
+  Item<NB> it;
+  const int64_t tile = item / row_blocks, rb = item % row_blocks;
+  const int4 td = reinterpret_cast<const int4*>(p.tiles)[tile];
+  it.e = td.x, it.pos0 = td.y, it.cnt = td.z;
+#pragma unroll
+  for (int nb = 0; nb < NB; ++nb) {
+    const int col = nb * 8 + g, cc = col < it.cnt ? col : 0;
+    const int64_t r = GU ? p.sorted_slot[it.pos0 + cc] / p.K : it.pos0 + cc;
+    it.arow[nb] = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.act) + r * p.Kd) +
+                  c * (Fmt<F>::kStepK / 32);
+  }
+#pragma unroll
+  for (int t = 0; t < 2; ++t) it.rbase[t] = rb * kRows + (GU ? 0 : 16 * t);
+  return it;
+}
+
+// Lane (g, c)'s weight row of matrix t (gate_up: 0 gate, 1 up), half h (rows g, g + 8).
+template <GroupedFmt F, bool GU>
+__device__ __forceinline__ const uint8_t* weight_row(const MoeGemmParams& p, int e, int64_t rbase,
+                                                     int t, int h, int g, int c) {
+  const int64_t r = rbase + g + 8 * h;
+  return static_cast<const uint8_t*>(p.w[GU ? t : 0][e]) + r * Fmt<F>::row_bytes(p.Kd) + c * 16;
+}
+// Start of the nvfp4 scale row (Kd/16 bytes) of the same row.
+template <bool GU>
+__device__ __forceinline__ const uint8_t* scale_row(const MoeGemmParams& p, int e, int64_t rbase,
+                                                    int t, int h, int g) {
+  const int64_t r = rbase + g + 8 * h;
+  return static_cast<const uint8_t*>(p.s[GU ? t : 0][e]) + r * (p.Kd / 16);
+}
+
+// Activations of k-step ks (B fragments of every token column). The pipelined kernel loads them
+// one step ahead of their use (most come from L2: L1 holds few tiles); the register-streaming
+// one loads them in the step (its weight loads are already in flight).
+template <GroupedFmt F, int NB>
+using ActRegs = uint32_t[NB][2 * Fmt<F>::kMmas];
+template <GroupedFmt F, int NB>
+__device__ __forceinline__ void load_act(const Item<NB>& it, int64_t ks, ActRegs<F, NB>& X) {
   using Tr = Fmt<F>;
-  constexpr int kM = Tr::kMmas, kRows = GU ? 16 : 32;
-  const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-  const int wpb = blockDim.x >> 5;
-  const int64_t warps_total = static_cast<int64_t>(gridDim.x) * wpb;
-  const int64_t row_blocks = p.N / kRows;
-  const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * row_blocks;
-  const int64_t nsteps = p.Kd / Tr::kStepK;
-  const int64_t wrow_bytes = Tr::row_bytes(p.Kd);
-  const bool f16 = F != GroupedFmt::kBf16;
-
-  for (int64_t item = static_cast<int64_t>(blockIdx.x) * wpb + (threadIdx.x >> 5); item < n_items;
-       item += warps_total) {
-    const int64_t tile = item / row_blocks, rb = item % row_blocks;
-    const int4 td = reinterpret_cast<const int4*>(p.tiles)[tile];
-    const int e = td.x, pos0 = td.y, cnt = td.z;
-
-    const uint4* arow[NB];
 #pragma unroll
-    for (int nb = 0; nb < NB; ++nb) {
-      const int col = nb * 8 + g, cc = col < cnt ? col : 0;
-      const int64_t r = GU ? p.sorted_slot[pos0 + cc] / p.K : pos0 + cc;
-      arow[nb] = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.act) + r * p.Kd) +
-                 c * (Tr::kStepK / 32);
+  for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+    for (int v = 0; v < Tr::kActVec; ++v) {
+      const uint4 a = __ldg(it.arow[nb] + ks * (Tr::kStepK / 8) + v);
+      X[nb][4 * v + 0] = a.x;
+      X[nb][4 * v + 1] = a.y;
+      X[nb][4 * v + 2] = a.z;
+      X[nb][4 * v + 3] = a.w;
     }
-    const uint8_t* wrow[2][2];
-    const uint8_t* srow[2][2];  // nvfp4 scale rows
-    int64_t rbase[2];
+}
+template <GroupedFmt F, int NB>
+__device__ __forceinline__ void copy_act(ActRegs<F, NB>& dst, const ActRegs<F, NB>& src) {
 #pragma unroll
-    for (int t = 0; t < 2; ++t) {
-      const int m = GU ? t : 0;
-      rbase[t] = rb * kRows + (GU ? 0 : 16 * t);
+  for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t r = rbase[t] + g + 8 * h;
-        wrow[t][h] = static_cast<const uint8_t*>(p.w[m][e]) + r * wrow_bytes + c * 16;
-        srow[t][h] = F == GroupedFmt::kNvfp4
-                         ? static_cast<const uint8_t*>(p.s[m][e]) + r * (p.Kd / 16) + 2 * c
-                         : nullptr;
+    for (int i = 0; i < 2 * Fmt<F>::kMmas; ++i) dst[nb][i] = src[nb][i];
+}
+
+// The math of k-step ks of an item: X = its activations, W = this lane's 16 weight bytes of each
+// (matrix, half), S = nvfp4 scale bytes of its two 16-k groups. acc += A x; fp8 folds tacc into
+// acc per 128 k.
+template <GroupedFmt F, int NB, bool GU>
+__device__ __forceinline__ void compute_step(const MoeGemmParams& p, const Item<NB>& it, int64_t ks,
+                                             const ActRegs<F, NB>& X, const uint4 (&W)[2][2],
+                                             const uint16_t (&S)[2][2], float (&acc)[2][NB][4],
+                                             float (&tacc)[2][NB][4]) {
+  using Tr = Fmt<F>;
+  constexpr int kM = Tr::kMmas;
+#pragma unroll
+  for (int t = 0; t < 2; ++t) {
+    uint32_t A0[2 * kM], A1[2 * kM];
+    dequant<F>(W[t][0], S[t][0], A0);
+    dequant<F>(W[t][1], S[t][1], A1);
+#pragma unroll
+    for (int j = 0; j < kM; ++j) {
+      const uint32_t a[4] = {A0[2 * j], A1[2 * j], A0[2 * j + 1], A1[2 * j + 1]};
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb) {
+        if constexpr (F == GroupedFmt::kFp8Block)
+          mma<F>(tacc[t][nb], a, X[nb][2 * j], X[nb][2 * j + 1]);
+        else
+          mma<F>(acc[t][nb], a, X[nb][2 * j], X[nb][2 * j + 1]);
       }
     }
-    float acc[2][NB][4] = {};
-    float tacc[2][NB][4] = {};  // fp8: partial sums of the current 128-k block
-
-    // Weight loads of U k-steps (the HBM stream) and the math on them; the main loop keeps the
-    // next U steps' loads in flight while it computes the current ones (register double buffer).
-    auto load = [&](int64_t ks, auto(&W)[kUnroll<NB, PIPE>][2][2],
-                    auto(&S)[kUnroll<NB, PIPE>][2][2], auto u_const) {
-      constexpr int U = decltype(u_const)::value;
+  }
+  if constexpr (F == GroupedFmt::kFp8Block) {
+    if (ks & 1) {  // end of a 128-k block: acc += scale * partial
+      const int64_t kb = ks >> 1, ksb = p.Kd / 128;
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int t = 0; t < 2; ++t)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            W[u][t][h] = ld_stream(wrow[t][h] + (ks + u) * 64);
-            if constexpr (F == GroupedFmt::kNvfp4)
-              S[u][t][h] = __ldg(reinterpret_cast<const uint16_t*>(srow[t][h] + (ks + u) * 8));
-            else
-              S[u][t][h] = 0;
-          }
-    };
-    auto compute = [&](int64_t ks, const uint4(&W)[kUnroll<NB, PIPE>][2][2],
-                       const uint16_t(&S)[kUnroll<NB, PIPE>][2][2], auto u_const) {
-      constexpr int U = decltype(u_const)::value;
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        uint32_t X[NB][2 * kM];
+      for (int t = 0; t < 2; ++t) {
+        const float sc = __ldg(static_cast<const float*>(p.s[GU ? t : 0][it.e]) +
+                               (it.rbase[t] / 128) * ksb + kb);
 #pragma unroll
         for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
-          for (int v = 0; v < Tr::kActVec; ++v) {
-            const uint4 a = __ldg(arow[nb] + (ks + u) * (Tr::kStepK / 8) + v);
-            X[nb][4 * v + 0] = a.x;
-            X[nb][4 * v + 1] = a.y;
-            X[nb][4 * v + 2] = a.z;
-            X[nb][4 * v + 3] = a.w;
+          for (int i = 0; i < 4; ++i) {
+            acc[t][nb][i] = fmaf(sc, tacc[t][nb][i], acc[t][nb][i]);
+            tacc[t][nb][i] = 0.f;
           }
-#pragma unroll
-        for (int t = 0; t < 2; ++t) {
-          uint32_t A0[2 * kM], A1[2 * kM];
-          dequant<F>(W[u][t][0], S[u][t][0], A0);
-          dequant<F>(W[u][t][1], S[u][t][1], A1);
-#pragma unroll
-          for (int j = 0; j < kM; ++j) {
-            const uint32_t a[4] = {A0[2 * j], A1[2 * j], A0[2 * j + 1], A1[2 * j + 1]};
-#pragma unroll
-            for (int nb = 0; nb < NB; ++nb) {
-              if constexpr (F == GroupedFmt::kFp8Block)
-                mma<F>(tacc[t][nb], a, X[nb][2 * j], X[nb][2 * j + 1]);
-              else
-                mma<F>(acc[t][nb], a, X[nb][2 * j], X[nb][2 * j + 1]);
-            }
-          }
-        }
-        if constexpr (F == GroupedFmt::kFp8Block) {
-          if ((ks + u) & 1) {  // end of a 128-k block: acc += scale * partial
-            const int64_t kb = (ks + u) >> 1, ksb = p.Kd / 128;
-#pragma unroll
-            for (int t = 0; t < 2; ++t) {
-              const int m = GU ? t : 0;
-              const float sc =
-                  __ldg(static_cast<const float*>(p.s[m][e]) + (rbase[t] / 128) * ksb + kb);
-#pragma unroll
-              for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                  acc[t][nb][i] = fmaf(sc, tacc[t][nb][i], acc[t][nb][i]);
-                  tacc[t][nb][i] = 0.f;
-                }
-            }
-          }
-        }
       }
+    }
+  }
+}
+
+// gate_up: h[pos, i] = silu(gate) * up (16-bit, k order of the down GEMM's activations);
+// down: out[slot, d] = routing weight * acc (f32).
+template <GroupedFmt F, int NB, bool GU>
+__device__ __forceinline__ void epilogue(const MoeGemmParams& p, const Item<NB>& it,
+                                         const float (&acc)[2][NB][4], int g, int c) {
+  float gsc[2] = {1.f, 1.f};
+  if constexpr (F == GroupedFmt::kNvfp4) {
+    gsc[0] = p.gs[0][it.e];
+    gsc[1] = GU ? p.gs[1][it.e] : p.gs[0][it.e];
+  }
+  const bool f16 = F != GroupedFmt::kBf16;
+  if constexpr (GU) {
+    uint16_t* h = static_cast<uint16_t*>(p.out);
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int col = nb * 8 + 2 * c + (i & 1);
+        if (col >= it.cnt) continue;
+        const int64_t row = it.rbase[0] + g + (i >= 2 ? 8 : 0);
+        const float gv = acc[0][nb][i] * gsc[0], uv = acc[1][nb][i] * gsc[1];
+        const float hv = gv / (1.f + __expf(-gv)) * uv;
+        h[static_cast<int64_t>(it.pos0 + col) * p.N + act_index(F, row)] = act_bits(hv, f16);
+      }
+  } else {
+    float* out = static_cast<float*>(p.out);
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int col = nb * 8 + 2 * c + j;
+        if (col >= it.cnt) continue;
+        const int64_t slot = p.sorted_slot[it.pos0 + col];
+        const float wv = p.route_w[(slot / p.K) * p.route_w_stride + slot % p.K] * gsc[0];
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh)
+            out[slot * p.N + it.rbase[t] + g + 8 * hh] = wv * acc[t][nb][2 * hh + j];
+      }
+  }
+}
+
+// Register streaming: every U k-steps of an item the warp issues U steps of weight loads, waits,
+// and computes them (the loads of the other warps of the SM hide the wait).
+template <GroupedFmt F, int NB, bool GU>
+__global__ void __launch_bounds__(kGemmMaxThreads, 1)
+    moe_gemm_kernel(const __grid_constant__ MoeGemmParams p) {
+  using Tr = Fmt<F>;
+  const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const int wpb = blockDim.x >> 5;
+  const int64_t warps_total = static_cast<int64_t>(gridDim.x) * wpb;
+  const int64_t row_blocks = p.N / (GU ? 16 : 32);
+  const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * row_blocks;
+  const int64_t nsteps = p.Kd / Tr::kStepK;
+  constexpr int U = kUnroll<NB>;
+
+  for (int64_t item = static_cast<int64_t>(blockIdx.x) * wpb + (threadIdx.x >> 5); item < n_items;
+       item += warps_total) {
+    const Item<NB> it = make_item<F, NB, GU>(p, item, row_blocks, g, c);
+    const uint8_t* wrow[2][2];
+    const uint8_t* srow[2][2];
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        wrow[t][h] = weight_row<F, GU>(p, it.e, it.rbase[t], t, h, g, c);
+        srow[t][h] = F == GroupedFmt::kNvfp4 ? scale_row<GU>(p, it.e, it.rbase[t], t, h, g) + 2 * c
+                                             : nullptr;
+      }
+    float acc[2][NB][4] = {};
+    float tacc[2][NB][4] = {};  // fp8: partial sums of the current 128-k block
+    uint4 W[U][2][2];
+    uint16_t S[U][2][2];
+    auto load = [&](int64_t ks, int u) {
+#pragma unroll
+      for (int t = 0; t < 2; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          W[u][t][h] = ld_stream(wrow[t][h] + ks * 64);
+          if constexpr (F == GroupedFmt::kNvfp4)
+            S[u][t][h] = __ldg(reinterpret_cast<const uint16_t*>(srow[t][h] + ks * 8));
+          else
+            S[u][t][h] = 0;
+        }
     };
-    constexpr int U = kUnroll<NB, PIPE>;
-    using UC = std::integral_constant<int, U>;
-    using One = std::integral_constant<int, 1>;
     const int64_t nmain = nsteps / U * U;
-    uint4 Wa[U][2][2], Wb[U][2][2];
-    uint16_t Sa[U][2][2], Sb[U][2][2];
-    if constexpr (PIPE) {
-      if (nmain > 0) load(0, Wa, Sa, UC{});
-      for (int64_t ks = 0; ks < nmain; ks += U) {
-        if (ks + U < nmain) load(ks + U, Wb, Sb, UC{});
-        compute(ks, Wa, Sa, UC{});
+    ActRegs<F, NB> X;
+    for (int64_t ks = 0; ks < nmain; ks += U) {
 #pragma unroll
-        for (int u = 0; u < U; ++u)
+      for (int u = 0; u < U; ++u) load(ks + u, u);
 #pragma unroll
-          for (int t = 0; t < 2; ++t)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) Wa[u][t][h] = Wb[u][t][h], Sa[u][t][h] = Sb[u][t][h];
-      }
-    } else {
-      (void)Wb;
-      (void)Sb;
-      for (int64_t ks = 0; ks < nmain; ks += U) {
-        load(ks, Wa, Sa, UC{});
-        compute(ks, Wa, Sa, UC{});
+      for (int u = 0; u < U; ++u) {
+        load_act<F, NB>(it, ks + u, X);
+        compute_step<F, NB, GU>(p, it, ks + u, X, W[u], S[u], acc, tacc);
       }
     }
     for (int64_t ks = nmain; ks < nsteps; ++ks) {
-      load(ks, Wa, Sa, One{});
-      compute(ks, Wa, Sa, One{});
+      load(ks, 0);
+      load_act<F, NB>(it, ks, X);
+      compute_step<F, NB, GU>(p, it, ks, X, W[0], S[0], acc, tacc);
     }
-
-    float gsc[2] = {1.f, 1.f};
-    if constexpr (F == GroupedFmt::kNvfp4) {
-      gsc[0] = p.gs[0][e];
-      gsc[1] = GU ? p.gs[1][e] : p.gs[0][e];
-    }
-    if constexpr (GU) {
-      uint16_t* h = static_cast<uint16_t*>(p.out);
-#pragma unroll
-      for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int col = nb * 8 + 2 * c + (i & 1);
-          if (col >= cnt) continue;
-          const int64_t row = rbase[0] + g + (i >= 2 ? 8 : 0);
-          const float gv = acc[0][nb][i] * gsc[0], uv = acc[1][nb][i] * gsc[1];
-          const float hv = gv / (1.f + __expf(-gv)) * uv;
-          const int64_t idx = F == GroupedFmt::kNvfp4 ? nvfp4_act_index(row) : row;
-          h[static_cast<int64_t>(pos0 + col) * p.N + idx] = act_bits(hv, f16);
-        }
-    } else {
-      float* out = static_cast<float*>(p.out);
-#pragma unroll
-      for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const int col = nb * 8 + 2 * c + j;
-          if (col >= cnt) continue;
-          const int64_t slot = p.sorted_slot[pos0 + col];
-          const float wv = p.route_w[(slot / p.K) * p.route_w_stride + slot % p.K] * gsc[0];
-#pragma unroll
-          for (int t = 0; t < 2; ++t)
-#pragma unroll
-            for (int hh = 0; hh < 2; ++hh)
-              out[slot * p.N + rbase[t] + g + 8 * hh] = wv * acc[t][nb][2 * hh + j];
-        }
-    }
+    epilogue<F, NB, GU>(p, it, acc, g, c);
   }
+}
+
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// Shared-memory pipeline: every warp owns a ring of kS k-steps in shared memory, filled in groups
+// of kB steps, and keeps two groups of cp.async weight (and nvfp4 scale) copies in flight, across
+// item boundaries (the loader runs ahead through the warp's items), so the HBM stream never
+// drains and costs no registers. Each lane reads back only the bytes it copied itself: the
+// per-thread cp.async.wait_group is the only synchronisation. A stage: [4 (matrix, half)][32 lanes]
+// x 16 weight bytes, then [4][32] x 4 bytes holding the lane's 2 nvfp4 scale bytes.
+template <GroupedFmt F, int NB, bool GU>
+__global__ void __launch_bounds__(kGemmMaxThreads, 1)
+    moe_gemm_pipe_kernel(const __grid_constant__ MoeGemmParams p) {
+  using Tr = Fmt<F>;
+  constexpr int kB = kPipeBatch<F>, kS = kPipeStages<F>, kStepBytes = kPipeStepBytes<F>;
+  constexpr int kGroups = kS / kB;
+  extern __shared__ uint4 smem[];
+  const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const int wpb = blockDim.x >> 5;
+  const int64_t warps_total = static_cast<int64_t>(gridDim.x) * wpb;
+  const int64_t row_blocks = p.N / (GU ? 16 : 32);
+  const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * row_blocks;
+  const int64_t nsteps = p.Kd / Tr::kStepK;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * wpb + (threadIdx.x >> 5);
+  const uint4* ring = smem + (threadIdx.x >> 5) * (kGroupedPipeWarpBytes / 16);
+  const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+
+  // Loader cursor: item li, k-step lks, and this lane's source rows.
+  int64_t li = first, lks = 0;
+  const uint8_t* lw[2][2];
+  const uint8_t* ls[2][2];
+  auto aim = [&](int64_t item) {
+    const int64_t tile = item / row_blocks, rb = item % row_blocks;
+    const int e = p.tiles[4 * tile];
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+      const int64_t rbase = rb * (GU ? 16 : 32) + (GU ? 0 : 16 * t);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        lw[t][h] = weight_row<F, GU>(p, e, rbase, t, h, g, c);
+        ls[t][h] =
+            F == GroupedFmt::kNvfp4 ? scale_row<GU>(p, e, rbase, t, h, g) + (c >> 1) * 4 : nullptr;
+      }
+    }
+  };
+  if (li < n_items) aim(li);
+  auto issue_step = [&](int stage) {
+    if (li < n_items) {
+      const uint32_t dst = ring_s + stage * kStepBytes;
+#pragma unroll
+      for (int t = 0; t < 2; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int slot = (t * 2 + h) * 32 + lane;
+          cp_async16(dst + slot * 16, lw[t][h] + lks * 64);
+          if constexpr (F == GroupedFmt::kNvfp4)
+            cp_async4(dst + 2048 + slot * 4, ls[t][h] + lks * 8);
+        }
+      if (++lks == nsteps) {
+        lks = 0;
+        li += warps_total;
+        if (li < n_items) aim(li);
+      }
+    }
+  };
+  // One cp.async group = kB consecutive steps (a row's bytes requested back to back); groups past
+  // the last item are empty, which keeps the group count uniform.
+  auto issue_group = [&](int stage0) {
+#pragma unroll
+    for (int j = 0; j < kB; ++j) issue_step(stage0 + j);
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int gr = 0; gr < kGroups - 1; ++gr) issue_group(gr * kB);
+
+  int stage = 0;
+  for (int64_t item = first; item < n_items; item += warps_total) {
+    const Item<NB> it = make_item<F, NB, GU>(p, item, row_blocks, g, c);
+    float acc[2][NB][4] = {};
+    float tacc[2][NB][4] = {};
+    ActRegs<F, NB> X, Xn;
+    load_act<F, NB>(it, 0, X);
+    for (int64_t ks = 0; ks < nsteps; ++ks) {
+      load_act<F, NB>(it, ks + 1 < nsteps ? ks + 1 : ks, Xn);
+      if (stage % kB == 0) {  // first step of a group: wait for it, refill the group used last
+        cp_async_wait<kGroups - 2>();
+        issue_group(stage == 0 ? kS - kB : stage - kB);
+      }
+      const uint4* src = ring + stage * (kStepBytes / 16);
+      uint4 W[2][2];
+      uint16_t S[2][2];
+#pragma unroll
+      for (int t = 0; t < 2; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int slot = (t * 2 + h) * 32 + lane;
+          W[t][h] = src[slot];
+          if constexpr (F == GroupedFmt::kNvfp4)
+            S[t][h] = static_cast<uint16_t>(reinterpret_cast<const uint32_t*>(src + 128)[slot] >>
+                                            ((c & 1) * 16));
+          else
+            S[t][h] = 0;
+        }
+      compute_step<F, NB, GU>(p, it, ks, X, W, S, acc, tacc);
+      copy_act<F, NB>(X, Xn);
+      stage = stage + 1 == kS ? 0 : stage + 1;
+    }
+    epilogue<F, NB, GU>(p, it, acc, g, c);
+  }
+  cp_async_wait<0>();
 }
 
 __global__ void __launch_bounds__(256)

@@ -24,13 +24,25 @@ enum class GroupedFmt : int {
   kNvfp4 = 2,     // E2M1 weights + E4M3 scale per 16 + F32 global, F16 activations, F16 mma
 };
 
+// Shared-memory pipeline of the grouped GEMMs (pipelined configs). A k-step of one warp is
+// 4 x 32 lanes x 16 weight bytes (+ 4 x 32 x 4 bytes of nvfp4 scales); the ring of a warp holds
+// 3 copy groups of 4 steps (3 for nvfp4), two of them in flight: ~130-200 KB per 8-warp CTA.
+constexpr int grouped_pipe_step_bytes(GroupedFmt f) {
+  return f == GroupedFmt::kNvfp4 ? 4 * 32 * 16 + 4 * 32 * 4 : 4 * 32 * 16;
+}
+constexpr int grouped_pipe_batch(GroupedFmt f) { return f == GroupedFmt::kNvfp4 ? 3 : 4; }
+constexpr int grouped_pipe_stages(GroupedFmt f) { return 3 * grouped_pipe_batch(f); }
+// Shared memory of one warp's ring: the bound over formats (24,576 B).
+constexpr int kGroupedPipeWarpBytes = 12 * 4 * 32 * 16;
+static_assert(9 * (4 * 32 * 16 + 4 * 32 * 4) <= kGroupedPipeWarpBytes);
+
 // One launch configuration of the grouped GEMMs (chosen by moe_config from DeviceInfo).
 struct GroupedLaunch {
   int nb = 1;             // tokens per tile = 8 * nb (nb in {1, 2, 4, 8})
   int warps_per_cta = 8;  // warps of one CTA (each warp takes work items on its own)
   int ctas_per_sm = 2;    // persistent grid = sm_count * ctas_per_sm
   int sm_count = 132;
-  bool pipelined = false;  // register double buffer of the weight stream (see the .cuh)
+  bool pipelined = false;  // shared-memory cp.async ring of the weight stream (see the .cuh)
 };
 
 struct MoeGroupParams {
