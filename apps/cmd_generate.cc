@@ -1,5 +1,6 @@
 // moengine generate: load a checkpoint, prefill the prompt, decode with the chosen sampler, on
-// the CPU (reference backend) or one GPU (--device cuda: CudaOps on device 0).
+// the CPU (reference backend) or one GPU (--device cuda: CudaOps on device 0, arenas sized by a
+// warm-up before the timed run, decode steps replayed as CUDA graphs unless --eager).
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,10 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backends/reference/reference_ops.h"
 #ifdef MOE_HAVE_CUDA
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/decode_graph_runner.h"
 #include "backends/cuda/device_arena.h"
 #include "backends/cuda/device_info.h"
 #endif
@@ -57,11 +60,12 @@ int64_t workspace_bytes_estimate(const model::ModelConfig& c, int64_t T, int64_t
 
 int cmd_generate(int argc, char** argv, int first) {
   const std::string cmd = "generate";
-  auto args = CliArgs::parse(
-      argc, argv, first,
-      {"--model-path", "--prompt-ids", "--prompt", "--chat", "--max-new-tokens", "--temperature",
-       "--top-p", "--top-k", "--seed", "--device", "--threads", "--output-format", "--gpu-memory"},
-      {"--ignore-eos"});
+  auto args =
+      CliArgs::parse(argc, argv, first,
+                     {"--model-path", "--prompt-ids", "--prompt", "--chat", "--max-new-tokens",
+                      "--temperature", "--top-p", "--top-k", "--seed", "--device", "--threads",
+                      "--output-format", "--gpu-memory", "--moe-tune-cache"},
+                     {"--ignore-eos", "--eager"});
   if (!args.ok()) return fail(cmd, args.status());
   auto path = args->required("--model-path");
   if (!path.ok()) return fail(cmd, path.status());
@@ -162,6 +166,10 @@ int cmd_generate(int argc, char** argv, int first) {
   std::unique_ptr<ops::Ops> ops;
   std::unique_ptr<Workspace> ws;
   std::string backend_desc;
+#ifdef MOE_HAVE_CUDA
+  cuda::CudaOps* cuda_ops_raw = nullptr;
+  cuda::DeviceArena* cuda_ws_raw = nullptr;
+#endif
   if (device == "cpu") {
     if (kv_bytes > (int64_t{8} << 30))
       return fail(cmd, resource_exhausted("the KV cache for " + std::to_string(total) +
@@ -195,7 +203,24 @@ int cmd_generate(int argc, char** argv, int first) {
                    "; use a quantized checkpoint (moengine quantize --format nvfp4), "
                    "a shorter prompt or fewer --max-new-tokens, or --device cpu"));
     auto cuda_ops = std::make_unique<cuda::CudaOps>(*dev);
-    ws = std::make_unique<cuda::DeviceArena>(dev->ordinal, cuda_ops->stream());
+    // MoE launch configurations from `moengine tune-moe`: --moe-tune-cache FILE (an error is
+    // fatal), else DIR/moe_tune.json when present (an error is a warning: heuristic configs).
+    const std::optional<std::string> tune_flag = args->optional("--moe-tune-cache");
+    const std::string tune_path =
+        tune_flag.value_or((std::filesystem::path(*path) / "moe_tune.json").string());
+    if (tune_flag || std::filesystem::exists(tune_path)) {
+      std::vector<std::string> warnings;
+      auto tune = cuda::CudaOps::load_moe_tune_cache(tune_path, *dev, &warnings);
+      if (!tune.ok() && tune_flag) return fail(cmd, tune.status().with_context("--moe-tune-cache"));
+      if (!tune.ok()) warnings.push_back(tune.status().to_string() + "; using heuristic configs");
+      for (const std::string& w : warnings)
+        std::fprintf(stderr, "moengine %s: warning: %s\n", cmd.c_str(), w.c_str());
+      if (tune.ok()) cuda_ops->set_moe_tune_cache(*tune);
+    }
+    auto cuda_ws = std::make_unique<cuda::DeviceArena>(dev->ordinal, cuda_ops->stream());
+    cuda_ops_raw = cuda_ops.get();
+    cuda_ws_raw = cuda_ws.get();
+    ws = std::move(cuda_ws);
     ops = std::move(cuda_ops);
     backend_desc = "cuda, " + cuda::describe(*dev);
   }
@@ -226,8 +251,50 @@ int cmd_generate(int argc, char** argv, int first) {
       }
     };
   }
-  auto r = runtime::generate(m, *ops, *ws, cache, ids, opt);
+  runtime::Generator gen(m, *ops, *ws, cache);
+  // --device cuda: decode steps through a DecodeGraphRunner (one key: batch of one, fixed
+  // page-table width), and the arenas sized before the timed run by a warm-up generation of
+  // the prompt's length (prefill + two decode steps: eager, then captured), so the generation
+  // itself allocates nothing; the growth counters below show it.
+  bool cuda_graphs = false;
+  int64_t replayed_steps = 0, arena_growths = 0;
+  std::string cuda_line;
+#ifdef MOE_HAVE_CUDA
+  std::unique_ptr<cuda::DecodeGraphRunner> runner;
+  if (cuda_ops_raw) {
+    cuda_graphs = !args->has("--eager");
+    if (cuda_graphs) {
+      runner = std::make_unique<cuda::DecodeGraphRunner>(*cuda_ops_raw, *cuda_ws_raw);
+      opt.decode_executor = [&](const runtime::DecodeStep& step) {
+        Status st = runner->run(1, step);
+        replayed_steps += runner->last_mode() == cuda::DecodeGraphRunner::Mode::kReplayed;
+        return st;
+      };
+    }
+    Status st = gen.warm_up(static_cast<int64_t>(ids.size()), opt);
+    if (!st.ok()) return fail(cmd, st.with_context("warm-up"));
+    cuda_ws_raw->reset();  // merge blocks now (between steps), not in the timed prefill
+    cuda_ops_raw->settle_scratch();
+    cuda_ops_raw->synchronize();
+    replayed_steps = 0;
+    arena_growths = -(cuda_ws_raw->growths() + cuda_ops_raw->scratch_growths());
+  }
+#endif
+  auto r = gen.generate(ids, opt);
   if (!r.ok()) return fail(cmd, r.status());
+#ifdef MOE_HAVE_CUDA
+  if (cuda_ops_raw) {
+    arena_growths += cuda_ws_raw->growths() + cuda_ops_raw->scratch_growths();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "workspace %.1f MiB",
+                  static_cast<double>(cuda_ws_raw->capacity()) / (1 << 20));
+    cuda_line = std::string("cuda graphs: ") +
+                (cuda_graphs ? "on, " + std::to_string(replayed_steps) + " of " +
+                                   std::to_string(r->decode_steps) + " decode steps replayed"
+                             : "off (--eager)") +
+                "; " + buf + ", arena growths during generation: " + std::to_string(arena_growths);
+  }
+#endif
   std::string text;
   if (tokenizer) {
     auto decoded =
@@ -250,6 +317,11 @@ int cmd_generate(int argc, char** argv, int first) {
     j["prefill_tokens_per_s"] = prefill_tps;
     j["decode_tokens_per_s"] = decode_tps;
     j["device"] = device;
+    if (device == "cuda") {
+      j["cuda_graphs"] = cuda_graphs;
+      j["graph_replayed_steps"] = replayed_steps;
+      j["arena_growths"] = arena_growths;
+    }
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::string s;
@@ -259,6 +331,7 @@ int cmd_generate(int argc, char** argv, int first) {
     std::printf("prefill: %lld tokens, %.1f tokens/s; decode: %lld steps, %.1f tokens/s (%s)\n",
                 static_cast<long long>(r->prefill_tokens), prefill_tps,
                 static_cast<long long>(r->decode_steps), decode_tps, backend_desc.c_str());
+    if (!cuda_line.empty()) std::printf("%s\n", cuda_line.c_str());
   }
   return 0;
 }

@@ -19,7 +19,8 @@ constexpr const char* kUsage =
     "  generate       --model-path DIR (--prompt-ids 1,2,3 | --prompt TEXT | --chat MESSAGE)\n"
     "                 [--max-new-tokens N] [--temperature T]\n"
     "                 [--top-p P] [--top-k K] [--seed S] [--ignore-eos] [--device cpu|cuda]\n"
-    "                 [--gpu-memory GiB] [--threads N] [--output-format text|json]\n"
+    "                 [--gpu-memory GiB] [--eager] [--moe-tune-cache FILE] [--threads N]\n"
+    "                 [--output-format text|json]\n"
     "  tokenize       --model-path DIR [--text T]   (else JSON lines {\"text\": ...} on stdin)\n"
     "  chat-template  --model-path DIR              (JSON {\"messages\": [...]} on stdin)\n"
     "  tune-moe       --model-path DIR              (measure MoE kernel configs on this GPU)\n";

@@ -4,8 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "core/half.h"
 #include "io/checkpoint.h"
@@ -17,27 +15,7 @@ namespace {
 
 constexpr double kLogitTolerance = 1e-4;  // max |err| / max |logit|
 
-struct Golden {
-  std::vector<int32_t> prompt;
-  std::vector<float> last_logits;
-  std::vector<int32_t> greedy;
-  std::vector<std::vector<float>> layer_outputs_last;
-};
-
-std::filesystem::path fixture_dir(const std::string& name) {
-  return std::filesystem::path(MOE_SOURCE_DIR) / "tests" / "fixtures" / name;
-}
-
-Golden read_golden(const std::filesystem::path& dir) {
-  std::ifstream f(dir / "golden.json");
-  nlohmann::json j = nlohmann::json::parse(f);
-  Golden g;
-  g.prompt = j["prompt_ids"].get<std::vector<int32_t>>();
-  g.last_logits = j["last_logits"].get<std::vector<float>>();
-  g.greedy = j["greedy_ids"].get<std::vector<int32_t>>();
-  g.layer_outputs_last = j["layer_outputs_last"].get<std::vector<std::vector<float>>>();
-  return g;
-}
+std::filesystem::path fixture_dir(const std::string& name) { return golden_fixture_dir(name); }
 
 class GoldenTest : public ::testing::TestWithParam<std::string> {};
 
@@ -78,6 +56,87 @@ TEST_P(GoldenTest, GreedyTokensMatchTransformers) {
   auto r = runtime::generate(h->model(), h->ops, h->ws, cache, g.prompt, opt);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->generated, g.greedy);
+}
+
+// Decode steps through a caller's executor (what `generate --device cuda` does with a CUDA
+// graph runner): the prefill stays direct, every decode step goes through the executor once,
+// the sequence's pages are all reserved before the prefill (so the page-table width is fixed),
+// warm_up() changes no later result, and greedy and seeded-sampling ids equal direct runs.
+TEST_P(GoldenTest, DecodeExecutorRunsEachDecodeStepWithFixedPages) {
+  const auto dir = fixture_dir(GetParam());
+  Golden g = read_golden(dir);
+  auto h = Harness::load(dir);
+  ASSERT_TRUE(h);
+  const int64_t pages = 8, page_size = 16;
+  model::KvCache cache = h->make_cache(pages, page_size);
+  const int64_t P = static_cast<int64_t>(g.prompt.size());
+  ops::SamplingParams seeded;
+  seeded.temperature = 0.8f;
+  seeded.top_p = 0.95f;
+  seeded.seed = 11;
+  for (const ops::SamplingParams& sp : {ops::SamplingParams{}, seeded}) {
+    runtime::GenerateOptions opt;
+    opt.max_new_tokens = static_cast<int64_t>(g.greedy.size());
+    opt.ignore_eos = true;
+    opt.sampling = sp;
+    auto direct = runtime::generate(h->model(), h->ops, h->ws, cache, g.prompt, opt);
+    ASSERT_TRUE(direct.ok()) << direct.status().to_string();
+    EXPECT_EQ(cache.free_pages(), pages);
+
+    // Pages for prompt + max_new_tokens - 1 tokens (the last id never enters the cache).
+    const int64_t held = (P + opt.max_new_tokens - 1 + page_size - 1) / page_size;
+    int calls = 0;
+    opt.decode_executor = [&](const runtime::DecodeStep& step) {
+      ++calls;
+      EXPECT_EQ(cache.free_pages(), pages - held) << "call " << calls;
+      return step(h->ops);
+    };
+    runtime::Generator gen(h->model(), h->ops, h->ws, cache);
+    ASSERT_TRUE(gen.warm_up(P, opt).ok());
+    EXPECT_EQ(calls, 2) << "warm-up: prefill + two decode steps";
+    EXPECT_EQ(cache.free_pages(), pages);
+    for (int run = 0; run < 2; ++run) {
+      calls = 0;
+      auto r = gen.generate(g.prompt, opt);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      EXPECT_EQ(calls, opt.max_new_tokens - 1);
+      EXPECT_EQ(r->decode_steps, opt.max_new_tokens - 1);
+      EXPECT_EQ(r->generated, direct->generated) << "temperature " << sp.temperature;
+      EXPECT_EQ(cache.free_pages(), pages);
+    }
+    if (sp.temperature == 0) {
+      EXPECT_EQ(direct->generated, g.greedy);
+    }
+  }
+}
+
+// An executor's error ends the generation with that error and returns the sequence's pages;
+// a prompt whose reservation does not fit the cache is refused before the prefill.
+TEST_P(GoldenTest, DecodeExecutorErrorsAndFullCacheReleaseThePages) {
+  const auto dir = fixture_dir(GetParam());
+  Golden g = read_golden(dir);
+  auto h = Harness::load(dir);
+  ASSERT_TRUE(h);
+  model::KvCache cache = h->make_cache(4, 16);
+  runtime::GenerateOptions opt;
+  opt.max_new_tokens = 8;
+  opt.ignore_eos = true;
+  int calls = 0;
+  opt.decode_executor = [&](const runtime::DecodeStep& step) -> Status {
+    if (++calls == 3) return internal_error("executor failed on purpose");
+    return step(h->ops);
+  };
+  auto r = runtime::generate(h->model(), h->ops, h->ws, cache, g.prompt, opt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().to_string().find("on purpose"), std::string::npos);
+  EXPECT_EQ(cache.free_pages(), 4);
+  opt.max_new_tokens = 64 - static_cast<int64_t>(g.prompt.size()) + 2;  // one token too many
+  calls = 0;
+  r = runtime::generate(h->model(), h->ops, h->ws, cache, g.prompt, opt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().to_string();
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(cache.free_pages(), 4);
 }
 
 // The comparison can fail: adding 1e-2 to one expert's down_proj (an expert the last prompt

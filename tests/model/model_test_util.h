@@ -1,12 +1,16 @@
-// Helpers for model tests: temp directories, tiny models, running prompts, comparing logits.
+// Helpers for model tests: temp directories, tiny models, running prompts, comparing logits,
+// reading the HF golden fixtures (tests/fixtures/<case>/golden.json, also the quantized ones).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -82,6 +86,37 @@ struct Harness {
     return step(cache, {&seq}, {ids}, policy)[0];
   }
 };
+
+// A fixture directory: tests/fixtures/<name> ("quant/<case>" for the quantized ones). The
+// repo root is MOE_SOURCE_DIR_OVERRIDE when set (a binary run from another checkout).
+inline std::filesystem::path golden_fixture_dir(const std::string& name) {
+  const char* root = std::getenv("MOE_SOURCE_DIR_OVERRIDE");
+  return std::filesystem::path(root ? root : MOE_SOURCE_DIR) / "tests" / "fixtures" / name;
+}
+
+// What HF transformers computed for a fixture (tools/golden): the prompt, the logits at its last
+// position, the 16 greedy ids (full recomputation), the residual stream at the last position
+// after each layer, and for a quantized fixture the BF16 fixture it was made from.
+struct Golden {
+  std::vector<int32_t> prompt;
+  std::vector<float> last_logits;
+  std::vector<int32_t> greedy;
+  std::vector<std::vector<float>> layer_outputs_last;
+  std::string base;  // quantized fixtures: the base fixture's name; else empty
+};
+
+inline Golden read_golden(const std::filesystem::path& dir) {
+  std::ifstream f(dir / "golden.json");
+  EXPECT_TRUE(f.good()) << "cannot read " << (dir / "golden.json");
+  nlohmann::json j = nlohmann::json::parse(f);
+  Golden g;
+  g.prompt = j["prompt_ids"].get<std::vector<int32_t>>();
+  g.last_logits = j["last_logits"].get<std::vector<float>>();
+  g.greedy = j["greedy_ids"].get<std::vector<int32_t>>();
+  g.layer_outputs_last = j["layer_outputs_last"].get<std::vector<std::vector<float>>>();
+  g.base = j.value("base", std::string());
+  return g;
+}
 
 inline int argmax(const std::vector<float>& v) {
   return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin());

@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "../model/model_test_util.h"
 #include "model/loader.h"
@@ -20,21 +18,12 @@ namespace {
 
 constexpr double kLogitTolerance = 1e-4;  // max |err| / max |logit|
 
-struct QuantGolden {
-  std::vector<int32_t> prompt;
-  std::vector<float> last_logits;
-  std::vector<int32_t> greedy;
-  std::vector<std::vector<float>> layer_outputs_last;
-  std::string base;
-};
+using QuantGolden = Golden;  // golden.json of tests/fixtures/quant/<case>; `base` is set
 
 QuantGolden read_quant_golden(const std::filesystem::path& dir) {
-  std::ifstream f(dir / "golden.json");
-  nlohmann::json j = nlohmann::json::parse(f);
-  return {j["prompt_ids"].get<std::vector<int32_t>>(), j["last_logits"].get<std::vector<float>>(),
-          j["greedy_ids"].get<std::vector<int32_t>>(),
-          j["layer_outputs_last"].get<std::vector<std::vector<float>>>(),
-          j["base"].get<std::string>()};
+  QuantGolden g = read_golden(dir);
+  EXPECT_FALSE(g.base.empty()) << dir << ": a quantized fixture names its base fixture";
+  return g;
 }
 
 class QuantGoldenTest : public ::testing::TestWithParam<std::string> {};
@@ -67,9 +56,7 @@ TEST_P(QuantGoldenTest, LogitsAndLayerOutputsMatchTransformersOnDequantizedWeigh
 // values of the base fixture) by far more than the tolerance.
 TEST_P(QuantGoldenTest, QuantizationChangesTheLogitsBeyondTheTolerance) {
   QuantGolden g = read_quant_golden(quant_fixture(GetParam()));
-  const auto base = std::filesystem::path(MOE_SOURCE_DIR) / "tests" / "fixtures" / g.base;
-  std::ifstream f(base / "golden.json");
-  auto bf16 = nlohmann::json::parse(f)["last_logits"].get<std::vector<float>>();
+  const std::vector<float> bf16 = read_golden(golden_fixture_dir(g.base)).last_logits;
   EXPECT_GT(max_rel_error(g.last_logits, bf16), 100 * kLogitTolerance);
 }
 
@@ -92,7 +79,7 @@ TEST_P(QuantGoldenTest, GreedyTokensMatchTransformers) {
 TEST_P(QuantGoldenTest, QuantizerReproducesTheFixtureBytes) {
   const auto dir = quant_fixture(GetParam());
   QuantGolden g = read_quant_golden(dir);
-  const auto base = std::filesystem::path(MOE_SOURCE_DIR) / "tests" / "fixtures" / g.base;
+  const auto base = golden_fixture_dir(g.base);
   auto ref = model::load_model_config(dir);
   ASSERT_TRUE(ref.ok()) << ref.status().to_string();
   for (uint64_t shard : {uint64_t{4} << 30, uint64_t{60000}}) {

@@ -13,6 +13,12 @@
 // step of a larger shape), every graph is dropped and recaptured, so a replay never reads freed
 // memory; warm the largest key first. The runner is the only user of the CudaOps' capture
 // staging while it lives. Not thread-safe.
+//
+// Sampling: CudaOps::sample passes each row's step counter (and sampling parameters) in the
+// kernel parameters, so a captured launch would replay the capture's counter. A sample call
+// with a temperature (a row with temperature > 0 and top_k != 1) is therefore kept out of the
+// graph and launched eagerly right after each replay with this step's arguments; it must be
+// the step's last op. Greedy sample calls are captured like any op.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +61,7 @@ class DecodeGraphRunner {
     bool warmed = false;
     std::unique_ptr<CudaGraph> graph;
     std::vector<CudaOps::CapturedCopy> copies;
+    int deferred_sample = -1;  // index of the step's sample call launched after each replay
   };
   void launch(Entry& e);
   void drop_graphs_if_arenas_grew();

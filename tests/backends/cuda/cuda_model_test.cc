@@ -1,9 +1,8 @@
-// Whole-model tests of the CUDA backend: the golden fixtures (HF transformers, tests/fixtures)
-// run with CudaOps, and a decode step captured in a CUDA graph replays bit for bit like the
-// eager step. Tolerances: docs/cuda-backend.md.
+// Whole-model tests of the CUDA backend: the golden fixtures (HF transformers, tests/fixtures,
+// BF16 and the quantized FP8 block-128 / NVFP4 ones) run with CudaOps, a decode step captured
+// in a CUDA graph replays bit for bit like the eager step, and generate() with its decode steps
+// replayed as graphs gives the eager ids without growing an arena. Tolerances: docs/numerics.md.
 #include <cstring>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "backends/cuda/cuda_graph.h"
 #include "backends/cuda/decode_graph_runner.h"
@@ -15,25 +14,14 @@
 namespace moe::cuda::testing {
 namespace {
 
-constexpr double kLogitTolerance = 1e-4;  // max |err| / max |logit|, as the reference's golden
+// max |err| / max |logit| against transformers, as the reference's golden tests (BF16 and
+// quantized fixtures alike: CudaOps dequantizes FP8 / NVFP4 weights exactly, f32 accumulation).
+constexpr double kLogitTolerance = 1e-4;
 
-struct Golden {
-  std::vector<int32_t> prompt;
-  std::vector<float> last_logits;
-  std::vector<int32_t> greedy;
-};
-
+using moe::testing::Golden;
 // MOE_SOURCE_DIR_OVERRIDE: the repo root when the binary runs from another checkout.
 std::filesystem::path fixture_dir(const std::string& name) {
-  const char* root = std::getenv("MOE_SOURCE_DIR_OVERRIDE");
-  return std::filesystem::path(root ? root : MOE_SOURCE_DIR) / "tests" / "fixtures" / name;
-}
-
-Golden read_golden(const std::filesystem::path& dir) {
-  std::ifstream f(dir / "golden.json");
-  nlohmann::json j = nlohmann::json::parse(f);
-  return {j["prompt_ids"].get<std::vector<int32_t>>(), j["last_logits"].get<std::vector<float>>(),
-          j["greedy_ids"].get<std::vector<int32_t>>()};
+  return moe::testing::golden_fixture_dir(name);
 }
 
 // A model on the GPU: CudaOps, the forward's device workspace, and an arena for outputs.
@@ -85,7 +73,10 @@ class CudaModelTest : public ::testing::TestWithParam<std::string> {
     auto r = model::load_model(fixture_dir(GetParam()), *h_.ops);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     h_.loaded = std::move(r).value();
-    golden_ = read_golden(fixture_dir(GetParam()));
+    golden_ = moe::testing::read_golden(fixture_dir(GetParam()));
+    if (GetParam().starts_with("quant/")) {
+      ASSERT_NE(h_.cfg().quant.format, io::QuantFormat::kNone) << GetParam();
+    }
   }
   CudaHarness h_;
   Golden golden_;
@@ -199,8 +190,75 @@ TEST_P(CudaModelTest, DecodeGraphRunnerReplaysNewStepsBitForBit) {
   }
 }
 
+// generate() with its decode steps run by a DecodeGraphRunner (what `moengine generate --device
+// cuda` does): after Generator::warm_up (a throwaway prefill of the prompt's length, an eager
+// decode step and a captured one), every decode step of the generation is a refreshed replay,
+// neither the workspace nor the op scratch grows, and the ids equal eager generate()'s, for
+// greedy decoding (= transformers') and seeded sampling (that sample launch runs after each
+// replay with the step's own counter). The eager path, warmed the same way, grows nothing
+// either. Two generations per Generator: its graphs stay valid between them.
+TEST_P(CudaModelTest, GenerateWithGraphRunnerEqualsEagerWithoutArenaGrowth) {
+  const int64_t P = static_cast<int64_t>(golden_.prompt.size());
+  ops::SamplingParams seeded;
+  seeded.temperature = 0.8f;
+  seeded.top_p = 0.95f;
+  seeded.seed = 11;
+  for (const ops::SamplingParams& sp : {ops::SamplingParams{}, seeded}) {
+    runtime::GenerateOptions opt;
+    opt.max_new_tokens = static_cast<int64_t>(golden_.greedy.size());
+    opt.ignore_eos = true;
+    opt.sampling = sp;
+    model::KvCache eager_cache(h_.cfg(), 4, 16, *h_.ops);
+    runtime::Generator eager_gen(h_.model(), *h_.ops, *h_.ws, eager_cache);
+    ASSERT_TRUE(eager_gen.warm_up(P, opt).ok());
+    h_.ws->reset();
+    h_.ops->settle_scratch();
+    int ws_growths = h_.ws->growths(), scratch_growths = h_.ops->scratch_growths();
+    auto eager = eager_gen.generate(golden_.prompt, opt);
+    ASSERT_TRUE(eager.ok()) << eager.status().to_string();
+    EXPECT_EQ(h_.ws->growths(), ws_growths) << "eager generation grew the workspace";
+    EXPECT_EQ(h_.ops->scratch_growths(), scratch_growths) << "eager generation grew the scratch";
+    if (sp.temperature == 0) {
+      EXPECT_EQ(eager->generated, golden_.greedy) << GetParam();
+    }
+
+    model::KvCache cache(h_.cfg(), 4, 16, *h_.ops);
+    DeviceArena ws(h_.ops->device().ordinal, h_.ops->stream());
+    DecodeGraphRunner runner(*h_.ops, ws);
+    int64_t replays = 0;
+    opt.decode_executor = [&](const runtime::DecodeStep& step) {
+      Status st = runner.run(1, step);
+      replays += runner.last_mode() == DecodeGraphRunner::Mode::kReplayed;
+      return st;
+    };
+    runtime::Generator gen(h_.model(), *h_.ops, ws, cache);
+    ASSERT_TRUE(gen.warm_up(P, opt).ok());
+    EXPECT_TRUE(runner.captured(1)) << "the warm-up's second decode step is captured";
+    ws.reset();
+    h_.ops->settle_scratch();
+    ws_growths = ws.growths();
+    scratch_growths = h_.ops->scratch_growths();
+    for (int run = 0; run < 2; ++run) {
+      replays = 0;
+      auto r = gen.generate(golden_.prompt, opt);
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      EXPECT_EQ(r->generated, eager->generated)
+          << GetParam() << " temperature " << sp.temperature << " run " << run;
+      EXPECT_EQ(r->decode_steps, opt.max_new_tokens - 1);
+      EXPECT_EQ(replays, r->decode_steps) << "every decode step is a graph replay";
+      EXPECT_EQ(ws.growths(), ws_growths) << "run " << run;
+      EXPECT_EQ(h_.ops->scratch_growths(), scratch_growths) << "run " << run;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModelTest,
                          ::testing::Values("glm_moe_dsa", "deepseek_v3", "deepseek_v32"));
+// The quantized golden fixtures (moengine quantize of the BF16 ones; golden values from
+// transformers on independently dequantized weights): same tests, same tolerance.
+INSTANTIATE_TEST_SUITE_P(QuantFixtures, CudaModelTest,
+                         ::testing::Values("quant/glm_moe_dsa_nvfp4", "quant/glm_moe_dsa_fp8",
+                                           "quant/deepseek_v3_fp8"));
 
 }  // namespace
 }  // namespace moe::cuda::testing
