@@ -303,7 +303,7 @@ TEST_F(CudaOpsTest, LinearFp8BlockAndNvfp4) {
       Tensor got = linear_strided(*ops_, *dev_, x, wd, c.N, 1, &outside_ok);
       const bool lt = ops_->linear_cublaslt_calls() > lt_before;
       const bool eligible = c.K % 128 == 0 && T > 4;
-      if (!eligible) EXPECT_FALSE(lt) << "cuBLASLt path, N " << c.N << " K " << c.K << " T " << T;
+      EXPECT_TRUE(eligible || !lt) << "cuBLASLt path, N " << c.N << " K " << c.K << " T " << T;
       dequant_taken += lt;  // eligible calls may fall back (cuBLASLt alignment), but not all
       EXPECT_TRUE(outside_ok) << "wrote outside y's columns, N " << c.N << " K " << c.K << " T "
                               << T;
