@@ -49,11 +49,7 @@ TEST_P(GoldenTest, GreedyTokensMatchTransformers) {
   Golden g = read_golden(dir);
   auto h = Harness::load(dir);
   ASSERT_TRUE(h);
-  model::KvCache cache = h->make_cache(4, 16);
-  runtime::GenerateOptions opt;
-  opt.max_new_tokens = static_cast<int64_t>(g.greedy.size());
-  opt.ignore_eos = true;
-  auto r = runtime::generate(h->model(), h->ops, h->ws, cache, g.prompt, opt);
+  auto r = h->greedy(g.prompt, static_cast<int64_t>(g.greedy.size()));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->generated, g.greedy);
 }
@@ -70,10 +66,7 @@ TEST_P(GoldenTest, DecodeExecutorRunsEachDecodeStepWithFixedPages) {
   const int64_t pages = 8, page_size = 16;
   model::KvCache cache = h->make_cache(pages, page_size);
   const int64_t P = static_cast<int64_t>(g.prompt.size());
-  ops::SamplingParams seeded;
-  seeded.temperature = 0.8f;
-  seeded.top_p = 0.95f;
-  seeded.seed = 11;
+  const ops::SamplingParams seeded = seeded_sampling();
   for (const ops::SamplingParams& sp : {ops::SamplingParams{}, seeded}) {
     runtime::GenerateOptions opt;
     opt.max_new_tokens = static_cast<int64_t>(g.greedy.size());

@@ -18,6 +18,7 @@
 #include "backends/reference/reference_ops.h"
 #include "model/loader.h"
 #include "model/tiny_model.h"
+#include "runtime/generate.h"
 
 namespace moe::testing {
 
@@ -56,6 +57,14 @@ struct Harness {
   }
   model::KvCache make_cache(int64_t pages, int64_t page_size) {
     return model::KvCache(cfg(), pages, page_size, ops);
+  }
+  // generate() with greedy decoding and eos ignored, on a fresh cache of 4 pages of 16.
+  Result<runtime::GenerateResult> greedy(const std::vector<int32_t>& prompt, int64_t n) {
+    model::KvCache cache = make_cache(4, 16);
+    runtime::GenerateOptions opt;
+    opt.max_new_tokens = n;
+    opt.ignore_eos = true;
+    return runtime::generate(model(), ops, ws, cache, prompt, opt);
   }
   model::Model& model() { return *loaded.model; }
   const model::ModelConfig& cfg() { return loaded.model->config(); }
@@ -97,6 +106,15 @@ inline std::filesystem::path golden_fixture_dir(const std::string& name) {
 // What HF transformers computed for a fixture (tools/golden): the prompt, the logits at its last
 // position, the 16 greedy ids (full recomputation), the residual stream at the last position
 // after each layer, and for a quantized fixture the BF16 fixture it was made from.
+// The seeded-sampling parameters the generation tests use (temperature 0.8, top-p 0.95).
+inline ops::SamplingParams seeded_sampling() {
+  ops::SamplingParams sp;
+  sp.temperature = 0.8f;
+  sp.top_p = 0.95f;
+  sp.seed = 11;
+  return sp;
+}
+
 struct Golden {
   std::vector<int32_t> prompt;
   std::vector<float> last_logits;

@@ -65,11 +65,7 @@ TEST_P(QuantGoldenTest, GreedyTokensMatchTransformers) {
   QuantGolden g = read_quant_golden(dir);
   auto h = Harness::load(dir);
   ASSERT_TRUE(h);
-  model::KvCache cache = h->make_cache(4, 16);
-  runtime::GenerateOptions opt;
-  opt.max_new_tokens = static_cast<int64_t>(g.greedy.size());
-  opt.ignore_eos = true;
-  auto r = runtime::generate(h->model(), h->ops, h->ws, cache, g.prompt, opt);
+  auto r = h->greedy(g.prompt, static_cast<int64_t>(g.greedy.size()));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->generated, g.greedy);
 }

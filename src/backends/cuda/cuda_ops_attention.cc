@@ -10,12 +10,13 @@ namespace moe::cuda {
 
 namespace {
 
-// Absorbed-form kernel arguments (kernels/mla_decode) from views already validated by
-// CudaOps::mla_attention; the plan and scratch are filled in by the caller.
-MlaDecodeParams absorbed_params(TensorView out, ConstTensorView q, ConstTensorView cache,
-                                ConstTensorView kv_b, ConstTensorView selected,
-                                const LayoutParams& b, const ops::MlaParams& mp) {
-  MlaDecodeParams p;
+// Kernel arguments shared by both forms (MlaDecodeParams: absorbed, kernels/mla_decode;
+// MlaAttentionParams: naive) from views already validated by CudaOps::mla_attention; the plan
+// and scratch are filled in by the caller.
+template <typename P>
+P mla_params(TensorView out, ConstTensorView q, ConstTensorView cache, ConstTensorView kv_b,
+             ConstTensorView selected, const LayoutParams& b, const ops::MlaParams& mp) {
+  P p;
   p.out = out.data<float>();
   p.out_s0 = out.stride(0);
   p.out_s1 = out.stride(1);
@@ -99,8 +100,8 @@ void CudaOps::mla_attention(TensorView out, ConstTensorView q, ops::PagedCacheVi
   }
   begin_op();
   if (mp.form == ops::MlaForm::kAbsorbed) {
-    MlaDecodeParams p = absorbed_params(out, q, latent_cache.data, kv_b, selected,
-                                        layout_params(b, latent_cache.data), mp);
+    auto p = mla_params<MlaDecodeParams>(out, q, latent_cache.data, kv_b, selected,
+                                         layout_params(b, latent_cache.data), mp);
     mla_decode_plan(p, {info_.sm_count, info_.smem_per_sm, info_.smem_per_block_optin});
     const MlaDecodeScratch s = mla_decode_scratch_floats(p);
     p.qa = scratch({std::max<int64_t>(s.qa, 1)}, DType::kF32).data<float>();
@@ -112,31 +113,8 @@ void CudaOps::mla_attention(TensorView out, ConstTensorView q, ops::PagedCacheVi
     launch_mla_decode(p, stream_);
     return;
   }
-  MlaAttentionParams p;
-  p.out = out.data<float>();
-  p.out_s0 = out.stride(0);
-  p.out_s1 = out.stride(1);
-  p.q = q.data<float>();
-  p.q_s0 = q.stride(0);
-  p.q_s1 = q.stride(1);
-  p.cache = latent_cache.data.data<float>();
-  p.kv_b = kv_b.raw();
-  p.wt = weight_type(kv_b.dtype(), "mla.kv_b");
-  p.H = H;
-  p.Dn = Dn;
-  p.R = R;
-  p.Dv = Dv;
-  p.L = L;
-  p.softmax_scale = mp.softmax_scale;
-  p.b = layout_params(b, latent_cache.data);
-  if (!selected.empty()) {
-    p.selected = selected.data<int32_t>();
-    p.sel_stride = selected.stride(0);
-    p.sel_k = selected.dim(1);
-    p.n_keys = p.sel_k;
-  } else {
-    p.n_keys = p.b.max_pages * p.b.page_size;
-  }
+  auto p = mla_params<MlaAttentionParams>(out, q, latent_cache.data, kv_b, selected,
+                                          layout_params(b, latent_cache.data), mp);
   const int64_t smem = mla_attention_smem_bytes(p);
   MOE_CHECK(smem <= info_.smem_per_block_optin)
       << "mla_attention needs " << smem << " bytes of shared memory per block; " << info_.name

@@ -19,6 +19,7 @@ namespace {
 constexpr double kLogitTolerance = 1e-4;
 
 using moe::testing::Golden;
+using moe::testing::seeded_sampling;
 // MOE_SOURCE_DIR_OVERRIDE: the repo root when the binary runs from another checkout.
 std::filesystem::path fixture_dir(const std::string& name) {
   return moe::testing::golden_fixture_dir(name);
@@ -199,10 +200,7 @@ TEST_P(CudaModelTest, DecodeGraphRunnerReplaysNewStepsBitForBit) {
 // either. Two generations per Generator: its graphs stay valid between them.
 TEST_P(CudaModelTest, GenerateWithGraphRunnerEqualsEagerWithoutArenaGrowth) {
   const int64_t P = static_cast<int64_t>(golden_.prompt.size());
-  ops::SamplingParams seeded;
-  seeded.temperature = 0.8f;
-  seeded.top_p = 0.95f;
-  seeded.seed = 11;
+  const ops::SamplingParams seeded = seeded_sampling();
   for (const ops::SamplingParams& sp : {ops::SamplingParams{}, seeded}) {
     runtime::GenerateOptions opt;
     opt.max_new_tokens = static_cast<int64_t>(golden_.greedy.size());

@@ -42,17 +42,11 @@ struct Layout {
   int64_t num_pages = 0;
 };
 
-Layout make_layout(DeviceTensors& d, int64_t T, uint32_t seed, int64_t page_size = 16) {
-  std::vector<int64_t> n_new, ctx;
-  if (T == 1) {
-    n_new = {1};
-    ctx = {40};
-  } else {
-    const int64_t a = std::max<int64_t>(1, (T - 1) / 3);
-    n_new = {1, a, T - 1 - a};
-    ctx = {37, 0, 5};
-  }
-  const int64_t S = static_cast<int64_t>(n_new.size());
+// A batch of S sequences: sequence s holds ctx[s] cached tokens and n_new[s] new ones
+// (positions ctx[s]...), its pages scattered over a pool with a few pages that belong to nobody.
+Layout batch_layout(DeviceTensors& d, const std::vector<int64_t>& ctx,
+                    const std::vector<int64_t>& n_new, uint32_t seed, int64_t page_size = 16) {
+  const int64_t S = static_cast<int64_t>(ctx.size());
   std::vector<int32_t> tseq, pos, lens;
   int64_t max_pages = 1, total_pages = 0;
   for (int64_t s = 0; s < S; ++s) {
@@ -65,7 +59,8 @@ Layout make_layout(DeviceTensors& d, int64_t T, uint32_t seed, int64_t page_size
     max_pages = std::max(max_pages, pages);
     total_pages += pages;
   }
-  std::vector<int32_t> perm(total_pages + 3);  // a few pages belong to nobody
+  const int64_t T = static_cast<int64_t>(tseq.size());
+  std::vector<int32_t> perm(total_pages + 3);
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), std::mt19937(seed));
   std::vector<int32_t> table(S * max_pages, -1);
@@ -93,6 +88,19 @@ Layout make_layout(DeviceTensors& d, int64_t T, uint32_t seed, int64_t page_size
   l.dev.seq_lens = d.to_device(l.seq_lens);
   l.dev.page_table = d.to_device(l.page_table);
   return l;
+}
+
+Layout make_layout(DeviceTensors& d, int64_t T, uint32_t seed, int64_t page_size = 16) {
+  std::vector<int64_t> n_new, ctx;
+  if (T == 1) {
+    n_new = {1};
+    ctx = {40};
+  } else {
+    const int64_t a = std::max<int64_t>(1, (T - 1) / 3);
+    n_new = {1, a, T - 1 - a};
+    ctx = {37, 0, 5};
+  }
+  return batch_layout(d, ctx, n_new, seed, page_size);
 }
 
 TEST_F(CudaOpsTest, Embed) {
@@ -573,54 +581,6 @@ TEST_F(CudaOpsTest, MlaAttentionBothFormsWithAndWithoutSelection) {
   }
 }
 
-// A batch of S sequences: sequence s holds ctx[s] cached tokens and n_new[s] new ones
-// (positions ctx[s]...), its pages scattered over a pool with a few pages that belong to nobody.
-Layout mla_layout(DeviceTensors& d, const std::vector<int64_t>& ctx,
-                  const std::vector<int64_t>& n_new, uint32_t seed, int64_t page_size = 16) {
-  const int64_t S = static_cast<int64_t>(ctx.size());
-  std::vector<int32_t> tseq, pos, lens;
-  int64_t max_pages = 1, total_pages = 0;
-  for (int64_t s = 0; s < S; ++s) {
-    for (int64_t i = 0; i < n_new[s]; ++i) {
-      tseq.push_back(static_cast<int32_t>(s));
-      pos.push_back(static_cast<int32_t>(ctx[s] + i));
-    }
-    lens.push_back(static_cast<int32_t>(ctx[s] + n_new[s]));
-    const int64_t pages = (lens.back() + page_size - 1) / page_size;
-    max_pages = std::max(max_pages, pages);
-    total_pages += pages;
-  }
-  const int64_t T = static_cast<int64_t>(tseq.size());
-  std::vector<int32_t> perm(total_pages + 3);
-  std::iota(perm.begin(), perm.end(), 0);
-  std::shuffle(perm.begin(), perm.end(), std::mt19937(seed));
-  std::vector<int32_t> table(S * max_pages, -1);
-  int64_t next = 0;
-  for (int64_t s = 0; s < S; ++s)
-    for (int64_t p = 0; p < (lens[s] + page_size - 1) / page_size; ++p)
-      table[s * max_pages + p] = perm[next++];
-  Layout l;
-  l.num_pages = static_cast<int64_t>(perm.size());
-  l.token_seq = i32(tseq, {T});
-  l.positions = i32(pos, {T});
-  l.seq_lens = i32(lens, {S});
-  l.page_table = i32(table, {S, max_pages});
-  for (auto* b : {&l.host, &l.dev}) {
-    b->num_tokens = T;
-    b->num_seqs = S;
-    b->page_size = page_size;
-  }
-  l.host.token_seq = l.token_seq.view();
-  l.host.positions = l.positions.view();
-  l.host.seq_lens = l.seq_lens.view();
-  l.host.page_table = l.page_table.view();
-  l.dev.token_seq = d.to_device(l.token_seq);
-  l.dev.positions = d.to_device(l.positions);
-  l.dev.seq_lens = d.to_device(l.seq_lens);
-  l.dev.page_table = d.to_device(l.page_table);
-  return l;
-}
-
 // DSA-like selection rows [T, sel_k] in random order: distinct causal keys of each token, -1
 // padding and, with `out_of_range`, positions after the token (some beyond its pages), which
 // are not attended. `ref` is the same with those replaced by -1 (the reference rejects them).
@@ -690,7 +650,7 @@ TEST_F(CudaOpsTest, MlaAttentionAbsorbedDecodeRaggedBatches) {
       std::vector<int64_t> ctx(T), n_new(T, 1);
       for (int64_t i = 0; i < T; ++i) ctx[i] = kCtx[(i * 5 + T) % kCtx.size()] + i % 3;
       if (T == 1) ctx[0] = 300;
-      const Layout l = mla_layout(*dev_, ctx, n_new, 90 + T);
+      const Layout l = batch_layout(*dev_, ctx, n_new, 90 + T);
       const MlaSelection sel = mla_selection(l, 64, 91 + T, /*out_of_range=*/true);
       for (DType wdt : {DType::kBF16, DType::kF32}) {
         if (wdt == DType::kF32 && T == 64) continue;  // the F32 path differs only in the load
@@ -714,7 +674,7 @@ TEST_F(CudaOpsTest, MlaAttentionAbsorbedShortContextsSingleSplit) {
     for (int64_t T : {1, 3, 17}) {
       std::vector<int64_t> ctx(T), n_new(T, 1);
       for (int64_t i = 0; i < T; ++i) ctx[i] = (i * 7 + 3) % 31;
-      const Layout l = mla_layout(*dev_, ctx, n_new, 100 + T);
+      const Layout l = batch_layout(*dev_, ctx, n_new, 100 + T);
       const MlaSelection sel = mla_selection(l, 12, 101 + T, /*out_of_range=*/true);
       for (bool use_sel : {false, true}) {
         Tensor want;
@@ -735,7 +695,7 @@ TEST_F(CudaOpsTest, MlaAttentionAbsorbedPrefillCausal) {
   for (const MlaShape& s : shapes) {
     for (auto [ctx, n] : {std::pair<int64_t, int64_t>{40, 64}, {0, 257}}) {
       if (s.L == 512 && n > 64 && s.H > 8) continue;  // keep the reference's time down
-      const Layout l = mla_layout(*dev_, {ctx}, {n}, 110 + n);
+      const Layout l = batch_layout(*dev_, {ctx}, {n}, 110 + n);
       const MlaSelection sel = mla_selection(l, 48, 111 + n, /*out_of_range=*/true);
       for (auto form : {ops::MlaForm::kAbsorbed, ops::MlaForm::kNaive}) {
         if (form == ops::MlaForm::kNaive && s.L == 512) continue;  // slow reference
@@ -757,7 +717,7 @@ TEST_F(CudaOpsTest, MlaAttentionAbsorbedPrefillCausal) {
 // and only the other tokens are compared).
 TEST_F(CudaOpsTest, MlaAttentionNoAttendedKeyGivesZero) {
   const MlaShape s = {16, 192, 64, 256, 512};
-  const Layout l = mla_layout(*dev_, {300, 20, 90}, {1, 1, 1}, 120);
+  const Layout l = batch_layout(*dev_, {300, 20, 90}, {1, 1, 1}, 120);
   MlaSelection sel = mla_selection(l, 32, 121, /*out_of_range=*/false);
   for (int64_t i = 0; i < 32; ++i) {
     sel.rows.data<int32_t>()[32 + i] = i % 2 ? -1 : 21 + static_cast<int32_t>(i);
