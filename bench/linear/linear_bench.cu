@@ -15,50 +15,22 @@
 #include <string>
 #include <vector>
 
+#include "../common/bench_util.cuh"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/kernels/linear/linear.h"
 
 namespace {
 
+using moe::bench::fill;
+
 using namespace moe;
 using namespace moe::cuda;
-
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
-
-// kind 0: any byte (NVFP4 codes); 1: FP8 E4M3 |v| < 2, never NaN; 2: E4M3 scale in [0.5, 1);
-// 3: BF16 with values ~ +-0.01..0.03 (high bytes).
-__global__ void __launch_bounds__(256) fill_kernel(uint8_t* p, size_t n, uint32_t seed, int kind) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
-       i += size_t{gridDim.x} * blockDim.x) {
-    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    uint8_t b = static_cast<uint8_t>(h);
-    if (kind == 1) b &= 0xBF;
-    if (kind == 2) b = 0x30 | (b & 0x07);
-    if (kind == 3) b = (i & 1) ? (0x3C | (b & 0x80)) : b;
-    p[i] = b;
-  }
-}
 
 __global__ void __launch_bounds__(256) fill_f32(float* p, size_t n, float v) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
        i += size_t{gridDim.x} * blockDim.x)
     p[i] = v * (1.f + 0.25f * static_cast<float>(i % 7));
-}
-
-void fill(Stream s, void* p, size_t n, uint32_t seed, int kind) {
-  fill_kernel<<<2048, 256, 0, s>>>(static_cast<uint8_t*>(p), n, seed, kind);
-  CK(cudaGetLastError());
 }
 
 struct Shape2 {
@@ -100,10 +72,11 @@ Weights make_weights(CudaOps& ops, const Shape2& s, size_t l2) {
     ops::Weight w;
     w.format = s.fmt;
     r.data.push_back(ops.allocate(ds, ddt, false));
-    fill(ops.stream(), r.data.back().data<std::byte>(), data_bytes, static_cast<uint32_t>(c + 1),
+    fill(r.data.back().data<std::byte>(), data_bytes, static_cast<uint32_t>(c + 1),
          s.fmt == ops::WeightFormat::kDense      ? 3
          : s.fmt == ops::WeightFormat::kFp8Block ? 1
-                                                 : 0);
+                                                 : 0,
+         ops.stream());
     w.data = r.data.back().cview();
     if (s.fmt != ops::WeightFormat::kDense) {
       r.scale.push_back(ops.allocate(ss, sdt, false));
@@ -112,8 +85,8 @@ Weights make_weights(CudaOps& ops, const Shape2& s, size_t l2) {
                                                 static_cast<size_t>(ss.numel()), 1e-2f);
         CK(cudaGetLastError());
       } else {
-        fill(ops.stream(), r.scale.back().data<std::byte>(), scale_bytes,
-             static_cast<uint32_t>(c + 101), 2);
+        fill(r.scale.back().data<std::byte>(), scale_bytes, static_cast<uint32_t>(c + 101), 2,
+             ops.stream());
       }
       w.scale = r.scale.back().cview();
       w.block = 128;

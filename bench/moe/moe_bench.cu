@@ -37,43 +37,17 @@
 #include <string>
 #include <vector>
 
+#include "../common/bench_util.cuh"
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
 #include "backends/cuda/moe_config/moe_config.h"
 
 namespace {
 
+using moe::bench::fill;
+
 using namespace moe;
 using namespace moe::cuda;
-
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
-
-__global__ void fill_kernel(uint8_t* p, size_t n, uint32_t seed, int kind) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
-       i += size_t{gridDim.x} * blockDim.x) {
-    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    uint8_t b = static_cast<uint8_t>(h);
-    if (kind == 1) b &= 0xBF;                              // fp8 e4m3 |v| < 2, never NaN
-    if (kind == 2) b = 0x30 | (b & 0x07);                  // e4m3 scale in [0.5, 1)
-    if (kind == 3) b = (i & 1) ? (0x3C | (b & 0x80)) : b;  // bf16 high byte ~ +-0.01..0.03
-    p[i] = b;
-  }
-}
-
-void fill(void* p, size_t n, uint32_t seed, int kind) {
-  fill_kernel<<<2048, 256>>>(static_cast<uint8_t*>(p), n, seed, kind);
-  CK(cudaGetLastError());
-}
 
 __global__ void fill_f32(float* p, size_t n, float v) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
