@@ -235,8 +235,9 @@ int cmd_tune_moe(int argc, char** argv, int first) {
       }
       const std::string key = cuda::moe_tune_key(*dev, shape);
       cache.put(key, best, best_us);
-      std::printf("  %-60s nb %d warps %d ctas/SM %d pipelined %d: %.1f us\n", key.c_str(), best.nb,
-                  best.warps_per_cta, best.ctas_per_sm, best.pipelined ? 1 : 0, best_us);
+      std::printf("  %-60s nb %d warps %d ctas/SM %d pipelined %d tc %d: %.1f us\n", key.c_str(),
+                  best.nb, best.warps_per_cta, best.ctas_per_sm, best.pipelined ? 1 : 0,
+                  best.tc ? 1 : 0, best_us);
     }
   }
   if (Status st2 = cache.save(cache_path); !st2.ok()) {

@@ -352,6 +352,7 @@ int main(int argc, char** argv) {
           if (sweep) {
             for (const auto& c : moe_candidate_configs(ms, lim))
               if (c.warps_per_cta == 8 && c.ctas_per_sm == 1) cands.push_back(c);
+            if (std::find(cands.begin(), cands.end(), heur) == cands.end()) cands.push_back(heur);
           } else {
             cands.push_back(heur);
             if (force_nb) cands.back().nb = force_nb;
@@ -408,9 +409,9 @@ int main(int argc, char** argv) {
             if (us < best_us) best_us = us, best = cfg;
             if (cfg == heur) heur_us = us;
             if (sweep)
-              std::printf("  sweep %s %s %s T %lld nb %d pipe %d: %.1f us\n", sname.c_str(),
-                          rname.c_str(), fname.c_str(), static_cast<long long>(T), cfg.nb,
-                          cfg.pipelined ? 1 : 0, us);
+              std::printf("  sweep %s %s %s T %lld nb %d pipe %d tc %d ctas/SM %d: %.1f us\n",
+                          sname.c_str(), rname.c_str(), fname.c_str(), static_cast<long long>(T),
+                          cfg.nb, cfg.pipelined ? 1 : 0, cfg.tc ? 1 : 0, cfg.ctas_per_sm, us);
             for (auto& e : ev) CK(cudaEventDestroy(e));
             CK(cudaGraphExecDestroy(exec));
             CK(cudaGraphDestroy(graph));
@@ -428,8 +429,8 @@ int main(int argc, char** argv) {
                  << ",\"D\":" << sh.D << ",\"I\":" << sh.I << ",\"E\":" << sh.E
                  << ",\"E_global\":" << sh.E_global << ",\"ep_rank\":" << lr.rank
                  << ",\"unique\":" << lr.unique << ",\"nb\":" << best.nb
-                 << ",\"pipelined\":" << (best.pipelined ? 1 : 0) << ",\"us\":" << us
-                 << ",\"heuristic_us\":" << heur_us << ",\"bytes\":" << bytes
+                 << ",\"pipelined\":" << (best.pipelined ? 1 : 0) << ",\"tc\":" << (best.tc ? 1 : 0)
+                 << ",\"us\":" << us << ",\"heuristic_us\":" << heur_us << ",\"bytes\":" << bytes
                  << ",\"flop\":" << flop << ",\"gbs\":" << gbs
                  << ",\"pct_peak\":" << 100.0 * gbs / 4800.0 << ",\"tflops\":" << tflops << "}"
                  << std::endl;

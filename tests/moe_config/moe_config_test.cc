@@ -61,11 +61,52 @@ TEST(MoeConfig, RejectsWhatDoesNotFit) {
   EXPECT_TRUE(moe_config_fits({1, 8, 1, false}, GroupedFmt::kBf16, lim));
 }
 
+// The tensor-core tile GEMM family (tc): BF16 only, 64- or 128-token tiles, 8 warps, not
+// pipelined; 96 KB of shared memory per 128-token CTA: two per SM on sm_90, one on sm_120.
+TEST(MoeConfig, TileGemmFamilyFitsSm90AndSm120) {
+  const MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
+  const GroupedFmt bf16 = GroupedFmt::kBf16;
+  EXPECT_TRUE(moe_config_fits({16, 8, 2, false, true}, bf16, sm90));
+  EXPECT_TRUE(moe_config_fits({8, 8, 2, false, true}, bf16, sm90));
+  EXPECT_FALSE(moe_config_fits({16, 8, 3, false, true}, bf16, sm90));  // 3 x 96 KB
+  EXPECT_TRUE(moe_config_fits({16, 8, 1, false, true}, bf16, sm120));
+  EXPECT_FALSE(moe_config_fits({16, 8, 2, false, true}, bf16, sm120));  // 2 x 96 KB
+  EXPECT_FALSE(moe_config_fits({16, 8, 1, false, true}, GroupedFmt::kFp8Block, sm90));
+  EXPECT_FALSE(moe_config_fits({16, 8, 1, false, true}, GroupedFmt::kNvfp4, sm90));
+  EXPECT_FALSE(moe_config_fits({4, 8, 1, false, true}, bf16, sm90));    // tile of 32
+  EXPECT_FALSE(moe_config_fits({16, 8, 1, true, true}, bf16, sm90));    // pipelined
+  EXPECT_FALSE(moe_config_fits({16, 4, 1, false, true}, bf16, sm90));   // 4 warps
+  EXPECT_FALSE(moe_config_fits({16, 8, 1, false, false}, bf16, sm90));  // nb 16 needs tc
+  EXPECT_EQ(MoeKernelConfig({16, 8, 1, false, true}).smem_bytes(), 98304);
+  EXPECT_EQ(MoeKernelConfig({8, 8, 1, false, true}).smem_bytes(), 73728);
+  for (const MoeDeviceLimits& lim : {sm90, sm120}) {
+    const MoeShape prefill{4096, 6144, 2048, 256, 8, bf16};
+    const MoeKernelConfig h = moe_heuristic_config(prefill, lim);
+    EXPECT_TRUE(h.tc);
+    EXPECT_EQ(h.nb, 16);
+    EXPECT_EQ(h.ctas_per_sm, lim.smem_per_block_optin >= 2 * 98304 ? 2 : 1);
+    EXPECT_TRUE(moe_config_fits(h, bf16, lim));
+    int tc = 0;
+    for (const MoeKernelConfig& c : moe_candidate_configs(prefill, lim)) tc += c.tc ? 1 : 0;
+    EXPECT_EQ(tc, lim.smem_per_block_optin >= 2 * 98304 ? 4 : 2);
+    for (GroupedFmt f : {GroupedFmt::kFp8Block, GroupedFmt::kNvfp4}) {
+      const MoeShape q{4096, 6144, 2048, 256, 8, f};
+      EXPECT_FALSE(moe_heuristic_config(q, lim).tc);
+      for (const MoeKernelConfig& c : moe_candidate_configs(q, lim)) EXPECT_FALSE(c.tc);
+    }
+  }
+  // Few tokens per expert keep the register-streaming kernels.
+  EXPECT_FALSE(moe_heuristic_config({256, 6144, 2048, 256, 8, bf16}, sm90).tc);
+}
+
 TEST(MoeConfig, HeuristicTileGrowsWithTokensPerExpert) {
   const MoeDeviceLimits lim = limits(232448, 132);
   EXPECT_EQ(moe_heuristic_config({1, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, lim).nb, 1);
   EXPECT_EQ(moe_heuristic_config({256, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, lim).nb, 2);
-  EXPECT_EQ(moe_heuristic_config({8192, 6144, 2048, 256, 8, GroupedFmt::kBf16}, lim).nb, 8);
+  EXPECT_EQ(moe_heuristic_config({768, 6144, 2048, 256, 8, GroupedFmt::kBf16}, lim).nb, 4);
+  EXPECT_EQ(moe_heuristic_config({1024, 6144, 2048, 256, 8, GroupedFmt::kBf16}, lim),
+            (MoeKernelConfig{8, 8, 1, false, true}));
+  EXPECT_EQ(moe_heuristic_config({8192, 6144, 2048, 256, 8, GroupedFmt::kBf16}, lim).nb, 16);
 }
 
 TEST(MoeConfig, TuneCacheRoundTripAndFallback) {
@@ -75,13 +116,16 @@ TEST(MoeConfig, TuneCacheRoundTripAndFallback) {
   EXPECT_EQ(key, "NVIDIA H200|sm_90|D6144|I2048|E256|K8|T<=128|fp8_block128");
   MoeTuneCache c;
   c.put(key, {2, 8, 1, true}, 123.5);
+  const MoeShape sb{4096, 6144, 2048, 256, 8, GroupedFmt::kBf16};
+  c.put(moe_tune_key(h200, sb), {8, 8, 2, false, true}, 4000.0);
   const std::string path =
       (std::filesystem::temp_directory_path() / "moe_tune_cache_test.json").string();
   ASSERT_TRUE(c.save(path).ok());
   auto loaded = MoeTuneCache::load(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  EXPECT_EQ(loaded->size(), 1u);
+  EXPECT_EQ(loaded->size(), 2u);
   EXPECT_EQ(loaded->select(h200, s), (MoeKernelConfig{2, 8, 1, true}));
+  EXPECT_EQ(loaded->select(h200, sb), (MoeKernelConfig{8, 8, 2, false, true}));
   // Another GPU (no entry) gets the heuristic; a stored config that does not fit is ignored.
   const DeviceInfo other = device("NVIDIA RTX PRO 6000", 12, 0, 101376, 188);
   EXPECT_EQ(loaded->select(other, s), moe_heuristic_config(s, moe_limits(other)));

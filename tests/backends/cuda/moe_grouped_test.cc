@@ -1,7 +1,8 @@
 // Grouped routed experts (kernels/moe_grouped) against ReferenceOps on the same weights, for
 // BF16, FP8 block-128 and NVFP4 experts, T = 1..8192 (odd sizes), experts without tokens, all
-// tokens on one expert, and every token-tile width. The grouped path rounds activations to
-// BF16 (BF16 weights) or F16 (quantized weights), hence the 1e-2-level tolerance.
+// tokens on one expert, every token-tile width, and the tensor-core tile GEMM (BF16). The grouped
+// path rounds activations to BF16 (BF16 weights) or F16 (quantized weights), hence the 1e-2-level
+// tolerance.
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -77,7 +78,7 @@ class MoeGroupedTest : public ::testing::Test {
   enum class Routing { kRandom, kOne };
 
   void check(Fmt f, int64_t T, int64_t D, int64_t I, int64_t E, int64_t K,
-             Routing r = Routing::kRandom, int nb = 0, bool pipelined = false) {
+             Routing r = Routing::kRandom, int nb = 0, bool pipelined = false, bool tc = false) {
     std::vector<Mat> mats;
     std::vector<ops::ExpertWeights> ew_h, ew_d;
     mats.reserve(3 * E);
@@ -113,6 +114,7 @@ class MoeGroupedTest : public ::testing::Test {
       GroupedLaunch l;
       l.nb = nb;
       l.pipelined = pipelined;
+      l.tc = tc;
       l.sm_count = ops_->device().sm_count;
       const int64_t TK = T * K;
       GroupedScratch s;
@@ -128,7 +130,8 @@ class MoeGroupedTest : public ::testing::Test {
     }
     const double err = rel_error(dev_->to_host(y), want);
     EXPECT_LE(err, kTolGrouped) << name(f) << " T " << T << " D " << D << " I " << I << " E " << E
-                                << " K " << K << " nb " << nb << " pipelined " << pipelined;
+                                << " K " << K << " nb " << nb << " pipelined " << pipelined
+                                << " tc " << tc;
   }
 
   ThreadPool pool_{8};
@@ -180,6 +183,30 @@ TEST_F(MoeGroupedTest, PipelinedAcrossItems) {
       check(f, 1500, 256, 256, 8, 2, Routing::kRandom, nb, true);
       check(f, 700, 384, 128, 16, 4, Routing::kRandom, nb, true);
     }
+}
+
+// The tensor-core tile GEMM (tc configs, BF16): 64- and 128-token tiles, odd token counts per
+// expert (partial tiles), experts without tokens, every token on one expert (several tiles of
+// one expert), many more items than CTAs, and several n-blocks and k-steps.
+TEST_F(MoeGroupedTest, TensorCoreTileGemm) {
+  for (int nb : {8, 16}) {
+    for (int64_t T : {1, 7, 45, 129, 300, 1000})
+      check(Fmt::kBf16, T, 256, 128, 8, 2, Routing::kRandom, nb, false, true);
+    check(Fmt::kBf16, 300, 128, 128, 8, 1, Routing::kOne, nb, false, true);  // 128+128+44
+    check(Fmt::kBf16, 77, 384, 256, 8, 3, Routing::kOne, nb, false, true);
+    check(Fmt::kBf16, 3, 256, 128, 64, 2, Routing::kRandom, nb, false, true);     // most empty
+    check(Fmt::kBf16, 3000, 384, 256, 64, 4, Routing::kRandom, nb, false, true);  // > 264 items
+    check(Fmt::kBf16, 200, 640, 384, 4, 2, Routing::kRandom, nb, false, true);
+    check(Fmt::kBf16, 400, 768, 512, 4, 2, Routing::kRandom, nb, false, true);
+  }
+}
+
+// At many tokens per expert the heuristic takes the tc GEMM (BF16) and CudaOps runs it.
+TEST_F(MoeGroupedTest, HeuristicTakesTileGemm) {
+  const MoeShape s{2048, 256, 128, 8, 2, GroupedFmt::kBf16};
+  EXPECT_TRUE(moe_heuristic_config(s, moe_limits(ops_->device())).tc);
+  check(Fmt::kBf16, 2048, 256, 128, 8, 2);
+  check(Fmt::kBf16, 1023, 384, 256, 4, 1);
 }
 
 TEST_F(MoeGroupedTest, GlmShapeSmallBatch) {  // real widths (D 6144, I 2048), few experts

@@ -31,11 +31,16 @@ struct MoeKernelConfig {
   int warps_per_cta = 8;  // <= 8
   int ctas_per_sm = 1;
   bool pipelined = false;  // shared-memory cp.async ring of the weight stream (not with nb 8)
+  // Tensor-core tile GEMM (BF16; nb 8 or 16 = 64- or 128-token tiles, 8 warps, not pipelined):
+  // for many tokens per expert (prefill, hot experts).
+  bool tc = false;
 
   int threads() const { return warps_per_cta * 32; }
   // Shared memory per CTA: the register-streaming GEMMs stage nothing (activations come through
-  // L1); the pipelined ones keep a cp.async ring per warp (kGroupedPipeWarpBytes, any format).
+  // L1); the pipelined ones keep a cp.async ring per warp (kGroupedPipeWarpBytes, any format);
+  // the tc GEMM a ring of token and weight tiles (grouped_tile_smem_bytes).
   int64_t smem_bytes() const {
+    if (tc) return grouped_tile_smem_bytes(8 * nb);
     return pipelined ? int64_t{warps_per_cta} * kGroupedPipeWarpBytes : 0;
   }
   // Registers per thread the instance needs (ptxas -v of moe_grouped.cu, sm_90a, CUDA 13.0;
@@ -58,7 +63,8 @@ bool moe_config_fits(const MoeKernelConfig& c, GroupedFmt f, const MoeDeviceLimi
 // Every configuration the tuner may try for `s`; all of them fit `lim`.
 std::vector<MoeKernelConfig> moe_candidate_configs(const MoeShape& s, const MoeDeviceLimits& lim);
 // The configuration used without a tune-cache entry: token tile from the expected tokens per
-// expert (T*K/E, with room for Poisson spread), 8 warps, as many CTAs as registers allow.
+// expert (T*K/E, with room for Poisson spread), 8 warps, as many CTAs as registers allow; BF16
+// from 32 tokens per expert: the tc tile GEMM (64-token tiles; 128-token, 2 CTAs from 64).
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim);
 // GroupedLaunch for the kernels from a configuration.
 GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim);
@@ -70,7 +76,8 @@ int64_t moe_t_bucket(int64_t T);
 
 // Winners of `moengine tune-moe`, persisted as JSON:
 //   {"version": 1, "entries": {"<key>": {"nb": 2, "warps_per_cta": 8, "ctas_per_sm": 1,
-//                                         "pipelined": true, "us": 812.5}}}
+//                                         "pipelined": true, "tc": false, "us": 812.5}}}
+// ("tc" may be absent: false.)
 class MoeTuneCache {
  public:
   static Result<MoeTuneCache> load(const std::string& path);  // missing file: empty cache

@@ -102,6 +102,7 @@ void launch_moe_group(const MoeGroupParams& p, Stream stream) {
 }
 
 void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  if (l.tc) return launch_moe_tile_gemm(p, l, stream);
   const int64_t rows = p.gate_up ? 16 : 32;
   MOE_CHECK(p.N % rows == 0 && p.Kd % grouped_k_multiple(static_cast<GroupedFmt>(p.fmt)) == 0)
       << "moe_gemm: N " << p.N << " must be a multiple of " << rows << " and K " << p.Kd << " of "

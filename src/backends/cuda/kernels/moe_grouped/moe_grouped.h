@@ -36,6 +36,16 @@ constexpr int grouped_pipe_stages(GroupedFmt f) { return 3 * grouped_pipe_batch(
 constexpr int kGroupedPipeWarpBytes = 12 * 4 * 32 * 16;
 static_assert(9 * (4 * 32 * 16 + 4 * 32 * 4) <= kGroupedPipeWarpBytes);
 
+// Tensor-core tile GEMM (tc configs, BF16; sm80_moe_tile_gemm.cuh): a CTA of 8 warps computes
+// (tile of 64 or 128 tokens) x (128 weight rows) through a ring of kGroupedTileStages stages of
+// [tokens + 128 rows] x kGroupedTileK bf16 (96 KB for 128-token tiles: two CTAs per sm_90 SM,
+// one on sm_120).
+constexpr int kGroupedTileK = 64;
+constexpr int kGroupedTileStages = 3;
+constexpr int grouped_tile_smem_bytes(int tile_tokens) {
+  return kGroupedTileStages * (tile_tokens + 128) * kGroupedTileK * 2;
+}
+
 // One launch configuration of the grouped GEMMs (chosen by moe_config from DeviceInfo).
 struct GroupedLaunch {
   int nb = 1;             // tokens per tile = 8 * nb (nb in {1, 2, 4, 8})
@@ -43,6 +53,9 @@ struct GroupedLaunch {
   int ctas_per_sm = 2;    // persistent grid = sm_count * ctas_per_sm
   int sm_count = 132;
   bool pipelined = false;  // shared-memory cp.async ring of the weight stream (see the .cuh)
+  // Tensor-core tile GEMM (BF16 only): tiles of 8 * nb = 64 or 128 tokens, nb in {8, 16};
+  // warps_per_cta must be 8; ctas_per_sm is an upper bound (2 fit on sm_90).
+  bool tc = false;
 };
 
 struct MoeGroupParams {
@@ -84,6 +97,9 @@ int64_t grouped_k_multiple(GroupedFmt f);
 
 void launch_moe_group(const MoeGroupParams& p, Stream stream);
 void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);
+// The tc GEMM (called by launch_moe_gemm when l.tc): BF16, Kd % 64 == 0, N % 64 (gate_up) or
+// N % 128 (down) == 0, 16-byte aligned activations, weights and outputs.
+void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);
 // y[t, :] = sum_k out[t*K + k, :]; NaN rows where an expert id is out of range.
 void launch_moe_combine(float* y, int64_t y_stride, const float* out, const int32_t* ids,
                         int64_t ids_stride, int64_t T, int64_t D, int64_t K, int64_t E,

@@ -1,0 +1,58 @@
+// Launcher of the tensor-core tile GEMM (sm80_moe_tile_gemm.cuh): checks shapes and alignment,
+// maps the token tile (8 * nb) onto the template instances, sizes the persistent grid from the
+// device's occupancy (fixed grid: CUDA-graph capturable; the tile count is read on the device).
+#include <algorithm>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels/moe_grouped/sm80_moe_tile_gemm.cuh"
+
+namespace moe::cuda {
+namespace {
+
+bool aligned16(const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; }
+
+template <int BM>
+void launch_bm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  auto go = [&](auto k) {
+    constexpr int smem = grouped_tile_smem_bytes(BM);
+    MOE_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+                   "moe_tile_gemm shared memory");
+    int occ = 0;
+    MOE_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, tile_gemm::kThreads, smem),
+        "moe_tile_gemm occupancy");
+    MOE_CHECK(occ >= 1) << "moe_tile_gemm: a CTA of " << tile_gemm::kThreads << " threads and "
+                        << smem << " B of shared memory does not fit on an SM";
+    const int grid = l.sm_count * std::min(occ, std::max(l.ctas_per_sm, 1));
+    k<<<grid, tile_gemm::kThreads, smem, stream>>>(p);
+  };
+  p.gate_up ? go(tile_gemm::moe_tile_gemm_kernel<BM, true>)
+            : go(tile_gemm::moe_tile_gemm_kernel<BM, false>);
+  MOE_CUDA_CHECK_LAUNCH(p.gate_up ? "moe_grouped/tile_gate_up" : "moe_grouped/tile_down");
+}
+
+}  // namespace
+
+void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  MOE_CHECK(static_cast<GroupedFmt>(p.fmt) == GroupedFmt::kBf16)
+      << "moe_tile_gemm: format " << p.fmt << " (supported: BF16)";
+  const int64_t nmul = p.gate_up ? 64 : tile_gemm::kBN;
+  MOE_CHECK(p.N % nmul == 0 && p.Kd % kGroupedTileK == 0)
+      << "moe_tile_gemm: N " << p.N << " must be a multiple of " << nmul << " and K " << p.Kd
+      << " of " << kGroupedTileK;
+  bool ok = aligned16(p.act) && aligned16(p.out);
+  for (int m = 0; m < (p.gate_up ? 2 : 1); ++m)
+    for (int e = 0; e < kMaxGroupedExperts && p.w[m][e] != nullptr; ++e)
+      ok = ok && aligned16(p.w[m][e]);
+  MOE_CHECK(ok) << "moe_tile_gemm: activations, outputs and weights must be 16-byte aligned";
+  switch (8 * l.nb) {
+    case 64:
+      return launch_bm<64>(p, l, stream);
+    case 128:
+      return launch_bm<128>(p, l, stream);
+    default:
+      MOE_CHECK(false) << "moe_tile_gemm: " << 8 * l.nb << "-token tiles (supported: 64, 128)";
+  }
+}
+
+}  // namespace moe::cuda
