@@ -3,9 +3,7 @@
 // error that names the value found and the supported ones.
 #include "io/quant_config.h"
 
-#include <fstream>
-#include <sstream>
-
+#include "core/file.h"
 #include "io/strict_json.h"
 
 namespace moe::io {
@@ -212,12 +210,8 @@ Result<QuantConfig> load_quant_config(const std::filesystem::path& dir, const js
   const std::filesystem::path hf = dir / "hf_quant_config.json";
   std::error_code ec;
   if (std::filesystem::is_regular_file(hf, ec)) {
-    std::ifstream in(hf, std::ios::binary);
-    if (!in) return invalid_argument(hf.string() + ": cannot open for reading");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (ss.str().size() > (16u << 20)) return invalid_argument(hf.string() + ": too large");
-    return parse_hf_quant_config(ss.str(), hf.string());
+    MOE_ASSIGN_OR_RETURN(std::string text, read_small_file(hf, 16u << 20));
+    return parse_hf_quant_config(text, hf.string());
   }
   if (config.is_object()) {
     if (auto qc = config.find("quantization_config"); qc != config.end() && !qc->is_null())

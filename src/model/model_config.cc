@@ -3,12 +3,11 @@
 #include "model/model_config.h"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/file.h"
 #include "io/strict_json.h"
 
 namespace moe::model {
@@ -527,20 +526,8 @@ Result<ModelConfig> load_model_config(const std::filesystem::path& dir) {
   if (!std::filesystem::exists(p, ec)) {
     return not_found(p.string() + ": not found; a model directory needs a HuggingFace config.json");
   }
-  if (std::filesystem::is_directory(p, ec)) {
-    return invalid_argument(p.string() + ": is a directory, expected a file");
-  }
-  uintmax_t size = std::filesystem::file_size(p, ec);
-  if (ec) return invalid_argument(p.string() + ": cannot read: " + ec.message());
-  if (size > kMaxConfigBytes) {
-    return invalid_argument(p.string() + ": " + std::to_string(size) +
-                            " bytes is too large for a config.json");
-  }
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return invalid_argument(p.string() + ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  MOE_ASSIGN_OR_RETURN(ModelConfig c, parse_model_config(ss.str(), p.string()));
+  MOE_ASSIGN_OR_RETURN(std::string text, read_small_file(p, kMaxConfigBytes));
+  MOE_ASSIGN_OR_RETURN(ModelConfig c, parse_model_config(text, p.string()));
   if (std::filesystem::exists(dir / "hf_quant_config.json", ec)) {
     MOE_ASSIGN_OR_RETURN(c.quant, io::load_quant_config(dir, json()));
   }

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include "core/file.h"
 #include "core/half.h"
 #include "core/thread_pool.h"
 #include "io/strict_json.h"
@@ -35,14 +35,6 @@ struct OutTensor {
   int shard = 0;
   uint64_t begin = 0;  // offset in the shard's data section
 };
-
-Result<std::string> read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return invalid_argument(p.string() + ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 Status write_text(const fs::path& p, const std::string& text) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
@@ -286,7 +278,7 @@ Result<QuantizeReport> quantize_checkpoint(const fs::path& in, const fs::path& o
     fs::copy_file(f.path(), out / n, fs::copy_options::overwrite_existing, ec);
     if (ec) return invalid_argument("cannot copy " + f.path().string() + ": " + ec.message());
   }
-  MOE_ASSIGN_OR_RETURN(std::string cfg_text, read_text(in / "config.json"));
+  MOE_ASSIGN_OR_RETURN(std::string cfg_text, read_small_file(in / "config.json", 16u << 20));
   if (options.format == io::QuantFormat::kNvfp4) {
     MOE_RETURN_IF_ERROR(write_text(out / "config.json", cfg_text));
     ojson hq;

@@ -1,19 +1,14 @@
 // Chat templates (see chat_template.h).
 #include "text/chat_template.h"
 
-#include <fstream>
-#include <sstream>
+#include "core/file.h"
 
 namespace moe::text {
 namespace {
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return not_found("cannot open " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+// Chat templates and tokenizer_config.json are kilobytes; tokenizer_config.json may embed an
+// added-token table of a few MB.
+constexpr uintmax_t kMaxTemplateBytes = uintmax_t{256} << 20;
 
 std::string token_text(const nlohmann::ordered_json& j) {
   if (j.is_string()) return j.get<std::string>();
@@ -35,7 +30,7 @@ Result<ChatTemplate> ChatTemplate::from_string(std::string_view source, std::str
 Result<ChatTemplate> ChatTemplate::from_model_dir(const std::string& dir) {
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
   const std::string config_path = dir + "/tokenizer_config.json";
-  auto config_text = read_file(config_path);
+  auto config_text = read_small_file(config_path, kMaxTemplateBytes);
   if (config_text.ok()) {
     config = nlohmann::ordered_json::parse(*config_text, nullptr, /*allow_exceptions=*/false);
     if (config.is_discarded() || !config.is_object()) {
@@ -43,7 +38,7 @@ Result<ChatTemplate> ChatTemplate::from_model_dir(const std::string& dir) {
     }
   }
   std::string source;
-  auto jinja_file = read_file(dir + "/chat_template.jinja");
+  auto jinja_file = read_small_file(dir + "/chat_template.jinja", kMaxTemplateBytes);
   if (jinja_file.ok()) {
     source = std::move(jinja_file).value();
   } else if (!config_text.ok()) {

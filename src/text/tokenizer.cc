@@ -2,23 +2,18 @@
 #include "text/tokenizer.h"
 
 #include <fstream>
-#include <sstream>
 
+#include "core/file.h"
 #include "text/byte_level.h"
 #include "text/unicode.h"
 
 namespace moe::text {
 namespace {
 
-using nlohmann::json;
+// tokenizer.json of large vocabularies is tens of MB; anything near this is not a tokenizer.
+constexpr uintmax_t kMaxTokenizerBytes = uintmax_t{1} << 30;
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return not_found("cannot open " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using nlohmann::json;
 
 Result<json> parse_json(std::string_view text, const std::string& what) {
   try {
@@ -68,10 +63,10 @@ Result<Tokenizer> Tokenizer::from_dir(const std::string& dir) {
 
 Result<Tokenizer> Tokenizer::from_files(const std::string& tokenizer_json_path,
                                         const std::string& config_path) {
-  MOE_ASSIGN_OR_RETURN(std::string tok, read_file(tokenizer_json_path));
+  MOE_ASSIGN_OR_RETURN(std::string tok, read_small_file(tokenizer_json_path, kMaxTokenizerBytes));
   std::string config;
   if (!config_path.empty()) {
-    MOE_ASSIGN_OR_RETURN(config, read_file(config_path));
+    MOE_ASSIGN_OR_RETURN(config, read_small_file(config_path, kMaxTokenizerBytes));
   }
   auto r = from_json_text(tok, config);
   if (!r.ok()) return r.status().with_context(tokenizer_json_path);
