@@ -25,21 +25,8 @@ TEST_P(GoldenTest, PromptLogitsAndLayerOutputsMatchTransformers) {
   auto h = Harness::load(dir);
   ASSERT_TRUE(h);
   ASSERT_EQ(g.last_logits.size(), static_cast<size_t>(h->cfg().vocab_size));
-  // Capture the residual stream at the last prompt position after each layer.
-  std::vector<std::vector<float>> layer_out(h->cfg().num_hidden_layers);
-  h->ops.set_trace_sink([&](ConstTensorView t, std::string_view name, int layer) {
-    if (name != "layer_out") return;
-    ConstTensorView row = t.row(t.dim(0) - 1);
-    layer_out[layer].assign(row.data<float>(), row.data<float>() + row.numel());
-  });
-  for (auto policy : {model::MlaFormPolicy::kNaive, model::MlaFormPolicy::kAbsorbed}) {
-    std::vector<float> logits = h->prefill_logits(g.prompt, policy);
-    double err = max_rel_error(logits, g.last_logits);
-    EXPECT_LT(err, kLogitTolerance) << GetParam() << " policy " << static_cast<int>(policy);
-    for (size_t l = 0; l < layer_out.size(); ++l)
-      EXPECT_LT(max_rel_error(layer_out[l], g.layer_outputs_last[l]), kLogitTolerance)
-          << "layer " << l;
-  }
+  expect_prefill_matches(*h, g.prompt, g.last_logits, g.layer_outputs_last, kLogitTolerance,
+                         GetParam());
 }
 
 // 16 greedy tokens by incremental decode (KV cache, absorbed MLA) equal transformers' greedy

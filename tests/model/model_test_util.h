@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/reference/reference_ops.h"
@@ -106,6 +108,31 @@ inline std::filesystem::path golden_fixture_dir(const std::string& name) {
 // What HF transformers computed for a fixture (tools/golden): the prompt, the logits at its last
 // position, the 16 greedy ids (full recomputation), the residual stream at the last position
 // after each layer, and for a quantized fixture the BF16 fixture it was made from.
+// Prefill of `prompt` in both MLA forms against transformers: the last position's logits and
+// the residual stream after each layer (traced as "layer_out") within `tol` relative error.
+inline void expect_prefill_matches(Harness& h, const std::vector<int32_t>& prompt,
+                                   const std::vector<float>& last_logits,
+                                   const std::vector<std::vector<float>>& layer_outputs_last,
+                                   double tol, const std::string& label) {
+  std::vector<std::vector<float>> layer_out(h.cfg().num_hidden_layers);
+  h.ops.set_trace_sink([&](ConstTensorView t, std::string_view name, int layer) {
+    if (name != "layer_out") return;
+    ConstTensorView row = t.row(t.dim(0) - 1);
+    layer_out[layer].assign(row.data<float>(), row.data<float>() + row.numel());
+  });
+  for (auto policy : {model::MlaFormPolicy::kNaive, model::MlaFormPolicy::kAbsorbed}) {
+    const std::vector<float> logits = h.prefill_logits(prompt, policy);
+    const double err = max_rel_error(logits, last_logits);
+    std::printf("%s policy %d: max rel logit error %.3g\n", label.c_str(), static_cast<int>(policy),
+                err);
+    EXPECT_LT(err, tol) << label << " policy " << static_cast<int>(policy);
+    for (size_t l = 0; l < layer_out.size(); ++l)
+      EXPECT_LT(max_rel_error(layer_out[l], layer_outputs_last[l]), tol)
+          << label << " policy " << static_cast<int>(policy) << " layer " << l;
+  }
+  h.ops.set_trace_sink(nullptr);
+}
+
 // The seeded-sampling parameters the generation tests use (temperature 0.8, top-p 0.95).
 inline ops::SamplingParams seeded_sampling() {
   ops::SamplingParams sp;

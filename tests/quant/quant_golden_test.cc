@@ -34,22 +34,8 @@ TEST_P(QuantGoldenTest, LogitsAndLayerOutputsMatchTransformersOnDequantizedWeigh
   auto h = Harness::load(dir);
   ASSERT_TRUE(h);
   EXPECT_NE(h->cfg().quant.format, io::QuantFormat::kNone);
-  std::vector<std::vector<float>> layer_out(h->cfg().num_hidden_layers);
-  h->ops.set_trace_sink([&](ConstTensorView t, std::string_view name, int layer) {
-    if (name != "layer_out") return;
-    ConstTensorView row = t.row(t.dim(0) - 1);
-    layer_out[layer].assign(row.data<float>(), row.data<float>() + row.numel());
-  });
-  for (auto policy : {model::MlaFormPolicy::kNaive, model::MlaFormPolicy::kAbsorbed}) {
-    std::vector<float> logits = h->prefill_logits(g.prompt, policy);
-    const double err = max_rel_error(logits, g.last_logits);
-    std::printf("%s policy %d: max rel logit error %.3g\n", GetParam().c_str(),
-                static_cast<int>(policy), err);
-    EXPECT_LT(err, kLogitTolerance) << GetParam() << " policy " << static_cast<int>(policy);
-    for (size_t l = 0; l < layer_out.size(); ++l)
-      EXPECT_LT(max_rel_error(layer_out[l], g.layer_outputs_last[l]), kLogitTolerance)
-          << "layer " << l;
-  }
+  expect_prefill_matches(*h, g.prompt, g.last_logits, g.layer_outputs_last, kLogitTolerance,
+                         GetParam());
 }
 
 // The check can fail: the quantized model's logits differ from the BF16 model's (the golden

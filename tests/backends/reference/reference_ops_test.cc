@@ -209,8 +209,11 @@ TEST_F(ReferenceOpsTest, DsaSelectsTopScoresCausallyAndPads) {
     ASSERT_LE(j, 8);
     worst_picked = std::min(worst_picked, score(j));
   }
-  for (int j = 0; j <= 8; ++j)
-    if (std::find(r1.begin(), r1.end(), j) == r1.end()) EXPECT_LE(score(j), worst_picked);
+  for (int j = 0; j <= 8; ++j) {
+    if (std::find(r1.begin(), r1.end(), j) == r1.end()) {
+      EXPECT_LE(score(j), worst_picked);
+    }
+  }
 }
 
 TEST_F(ReferenceOpsTest, SamplingGreedySeededAndDistribution) {
