@@ -51,6 +51,12 @@ class CudaOps final : public ops::Ops {
   // for `d` that does not fit it and one if no entry is for `d` (those shapes use the heuristic).
   static Result<std::shared_ptr<const MoeTuneCache>> load_moe_tune_cache(
       const std::string& path, const DeviceInfo& d, std::vector<std::string>* warnings);
+  // The small-M linear limit from MOE_LINEAR_GEMV_MAX_M's value (`value` null: unset): an integer
+  // 0..kLinearGemvMaxM; unset or anything else gives kDefaultLinearGemvMaxM, and for anything
+  // else `warning` gets a line naming the variable, the value, the range and the default. Pure
+  // (no GPU); the constructor reads the variable once and prints the warning to stderr.
+  static constexpr int64_t kDefaultLinearGemvMaxM = 4;
+  static int64_t parse_linear_gemv_max_m(const char* value, std::string* warning);
   // Bytes of host staging held for captured graphs' host-to-device copies; release when no
   // captured graph that used them will be replayed again.
   size_t capture_staging_used() const { return staging_used_; }
@@ -148,7 +154,7 @@ class CudaOps final : public ops::Ops {
   int64_t linear_cublaslt_calls_ = 0;
   // Largest M the small-M FP8 / NVFP4 kernel takes (above: dequantize + cuBLASLt, or the tile
   // kernel); MOE_LINEAR_GEMV_MAX_M overrides it (docs/env.md).
-  int64_t linear_gemv_max_m_ = 4;
+  int64_t linear_gemv_max_m_ = kDefaultLinearGemvMaxM;
 };
 
 }  // namespace moe::cuda

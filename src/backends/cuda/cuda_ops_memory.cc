@@ -1,10 +1,13 @@
 // CudaOps: construction, memory placement (allocate, upload, host copies) and the host-side
 // helpers shared by the op entries.
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <string>
 
-#include <cstdlib>
 #include "backends/cuda/cublaslt_gemm.h"
 #include "backends/cuda/cuda_check.h"
 
@@ -43,13 +46,23 @@ CudaOps::CudaOps(const DeviceInfo& info)
     e = ev;
   }
   gemm_ = std::make_unique<CublasLtGemm>(info.ordinal, kGemmWorkspaceBytes);
-  if (const char* v = std::getenv("MOE_LINEAR_GEMV_MAX_M")) {
-    char* end = nullptr;
-    const long long m = std::strtoll(v, &end, 10);
-    MOE_CHECK(end != v && *end == '\0' && m >= 0 && m <= kLinearGemvMaxM)
-        << "MOE_LINEAR_GEMV_MAX_M=" << v << ": expected an integer 0.." << kLinearGemvMaxM;
-    linear_gemv_max_m_ = m;
-  }
+  std::string warning;
+  linear_gemv_max_m_ = parse_linear_gemv_max_m(std::getenv("MOE_LINEAR_GEMV_MAX_M"), &warning);
+  if (!warning.empty()) std::fprintf(stderr, "moengine: warning: %s\n", warning.c_str());
+}
+
+int64_t CudaOps::parse_linear_gemv_max_m(const char* value, std::string* warning) {
+  static_assert(kDefaultLinearGemvMaxM >= 0 && kDefaultLinearGemvMaxM <= kLinearGemvMaxM);
+  if (value == nullptr) return kDefaultLinearGemvMaxM;
+  char* end = nullptr;
+  errno = 0;
+  const long long m = std::strtoll(value, &end, 10);
+  if (end != value && *end == '\0' && errno == 0 && m >= 0 && m <= kLinearGemvMaxM) return m;
+  if (warning)
+    *warning = "MOE_LINEAR_GEMV_MAX_M='" + std::string(value) + "' is not an integer in 0.." +
+               std::to_string(kLinearGemvMaxM) + "; using the default " +
+               std::to_string(kDefaultLinearGemvMaxM) + " (docs/env.md)";
+  return kDefaultLinearGemvMaxM;
 }
 
 CudaOps::~CudaOps() {

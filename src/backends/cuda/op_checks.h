@@ -2,13 +2,33 @@
 // and expected vs actual values) and conversions from views to kernel parameters.
 #pragma once
 
+#include <cstdint>
+#include <ostream>
+
 #include "backends/cuda/kernels/kernel_types.h"
 #include "core/check.h"
 #include "ops/ops.h"
 
 namespace moe::cuda {
 
-inline int weight_type(DType dt, const char* what) {
+// The name a check message gives a tensor, formatted only when the check fails: `what`
+// ("linear.w"), or for one of many "<what> <index> <part>" ({"moe_experts expert", 3, "gate"}),
+// so loops over experts build no strings. Holds pointers only: pass string literals.
+struct CheckName {
+  CheckName(const char* name) : what(name) {}  // NOLINT(google-explicit-constructor)
+  CheckName(const char* name, int64_t i, const char* p) : what(name), index(i), part(p) {}
+  const char* what;
+  int64_t index = -1;  // < 0: no index
+  const char* part = nullptr;
+};
+inline std::ostream& operator<<(std::ostream& o, const CheckName& n) {
+  o << n.what;
+  if (n.index >= 0) o << ' ' << n.index;
+  if (n.part != nullptr) o << ' ' << n.part;
+  return o;
+}
+
+inline int weight_type(DType dt, const CheckName& what) {
   switch (dt) {
     case DType::kF32:
       return kWF32;
@@ -35,7 +55,7 @@ struct WeightArgs {
   float global_scale = 1.f;
 };
 
-inline WeightArgs weight_args(const ops::Weight& w, const char* what) {
+inline WeightArgs weight_args(const ops::Weight& w, const CheckName& what) {
   MOE_CHECK(w.data.rank() == 2 && w.data.is_contiguous())
       << what << ": expected a contiguous 2-D matrix, got " << w.data.shape().to_string();
   WeightArgs a;
