@@ -192,14 +192,14 @@ int cmd_tune_moe(int argc, char** argv, int first) {
       s.xa = b.get(T * D * 2, 0);
       s.sorted_slot = static_cast<int32_t*>(b.get(TK * 4, 0));
       s.tiles = static_cast<int32_t*>(b.get(cuda::grouped_max_tiles(T, K, E, 8) * 16, 0));
-      s.num_tiles = static_cast<int32_t*>(b.get(4, 0));
+      s.num_tiles = static_cast<int32_t*>(b.get(8, 0));  // [2]
       s.h = b.get(TK * I * 2, 0);
       s.out = static_cast<float*>(b.get(TK * D * 4, 0));
       const cuda::MoeShape shape{T, D, I, E, K, f};
       double best_us = 1e30;
       cuda::MoeKernelConfig best = cuda::moe_heuristic_config(shape, lim);
       for (const cuda::MoeKernelConfig& c : cuda::moe_candidate_configs(shape, lim)) {
-        const cuda::GroupedLaunch l = cuda::moe_launch(c, lim);
+        const cuda::GroupedLaunch l = cuda::moe_launch(c, lim, f);
         auto layer = [&] {
           cuda::run_grouped_experts(*ge, y, D, x, D, idd, K, w, K, T, K, s, l, st);
         };

@@ -3,7 +3,8 @@
 # Run in the repo root with .deps/ carried from the build machine (scripts/gpu-deps.sh):
 #   bash scripts/gpu-test.sh            # unpack deps, configure sm_90a, build, ctest -L gpu,
 #                                       # compute-sanitizer memcheck (+ racecheck) on the model
-#                                       # tests, racecheck on the absorbed-MLA kernel tests
+#                                       # tests, racecheck on the absorbed-MLA kernel tests,
+#                                       # memcheck + racecheck on the warpgroup-MMA MoE GEMM
 # Logs go to $OUT when it is set (the device tool), else build-gpu/logs. Env: MOE_GPU_JOBS
 # (build parallelism, default nproc), MOE_GPU_SANITIZE=0 to skip the sanitizer runs,
 # MOE_GPU_BENCH=1 to also write the GLM-5-shaped checkpoint (make-tiny --shape glm5, NVFP4,
@@ -91,6 +92,14 @@ if [ "${MOE_GPU_SANITIZE:-1}" = 1 ]; then
     >"$logs/racecheck-mla.log" 2>&1 || status=1
   grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/racecheck-mla.log" | tail -n 5 |
     tee -a "$logs/summary.txt"
+  # The warpgroup-MMA GEMM's cp.async ring, its tile lists and gathered rows (and the hybrid).
+  for tool in memcheck racecheck; do
+    step "compute-sanitizer $tool: moe_grouped_tests (warpgroup-MMA GEMM)"
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$build/bin/moe_grouped_tests" \
+      --gtest_filter='*WarpgroupMmaSmall*' >"$logs/$tool-wgmma.log" 2>&1 || status=1
+    grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/$tool-wgmma.log" | tail -n 5 |
+      tee -a "$logs/summary.txt"
+  done
 fi
 step "done, status $status"
 exit $status

@@ -368,7 +368,7 @@ int main(int argc, char** argv) {
           CK(cudaMalloc(&idd, RK * 4));
           CK(cudaMalloc(&slot, RK * 4));
           CK(cudaMalloc(&tiles, mt * 16));
-          CK(cudaMalloc(&ntiles, 4));
+          CK(cudaMalloc(&ntiles, 8));  // [2]: streaming and big-tile counts
           CK(cudaMalloc(&xa, R * sh.D * 2));
           CK(cudaMalloc(&h, RK * sh.I * 2));
           fill_f32<<<256, 256>>>(x, R * sh.D, 0.5f);
@@ -380,7 +380,7 @@ int main(int argc, char** argv) {
           double best_us = 1e30, heur_us = 0;
           MoeKernelConfig best = heur;
           for (const MoeKernelConfig& cfg : cands) {
-            const GroupedLaunch l = moe_launch(cfg, lim);
+            const GroupedLaunch l = moe_launch(cfg, lim, L.fmt);
             auto layer = [&] {
               run_grouped_experts(*ge, y, sh.D, x, sh.D, idd, K, w, K, R, K, s, l, st);
             };
@@ -409,9 +409,10 @@ int main(int argc, char** argv) {
             if (us < best_us) best_us = us, best = cfg;
             if (cfg == heur) heur_us = us;
             if (sweep)
-              std::printf("  sweep %s %s %s T %lld nb %d pipe %d tc %d ctas/SM %d: %.1f us\n",
-                          sname.c_str(), rname.c_str(), fname.c_str(), static_cast<long long>(T),
-                          cfg.nb, cfg.pipelined ? 1 : 0, cfg.tc ? 1 : 0, cfg.ctas_per_sm, us);
+              std::printf(
+                  "  sweep %s %s %s T %lld nb %d pipe %d tc %d wgmma %d ctas/SM %d: %.1f us\n",
+                  sname.c_str(), rname.c_str(), fname.c_str(), static_cast<long long>(T), cfg.nb,
+                  cfg.pipelined ? 1 : 0, cfg.tc ? 1 : 0, cfg.wgmma ? 1 : 0, cfg.ctas_per_sm, us);
             for (auto& e : ev) CK(cudaEventDestroy(e));
             CK(cudaGraphExecDestroy(exec));
             CK(cudaGraphDestroy(graph));
@@ -430,7 +431,8 @@ int main(int argc, char** argv) {
                  << ",\"E_global\":" << sh.E_global << ",\"ep_rank\":" << lr.rank
                  << ",\"unique\":" << lr.unique << ",\"nb\":" << best.nb
                  << ",\"pipelined\":" << (best.pipelined ? 1 : 0) << ",\"tc\":" << (best.tc ? 1 : 0)
-                 << ",\"us\":" << us << ",\"heuristic_us\":" << heur_us << ",\"bytes\":" << bytes
+                 << ",\"wgmma\":" << (best.wgmma ? 1 : 0) << ",\"us\":" << us
+                 << ",\"heuristic_us\":" << heur_us << ",\"bytes\":" << bytes
                  << ",\"flop\":" << flop << ",\"gbs\":" << gbs
                  << ",\"pct_peak\":" << 100.0 * gbs / 4800.0 << ",\"tflops\":" << tflops << "}"
                  << std::endl;

@@ -12,29 +12,37 @@
 #   MOE_BENCH_TOKENS (1,4,8,32,64,128,256), MOE_BENCH_FMT (bf16,fp8,nvfp4), MOE_BENCH_SWEEP (1),
 #   MOE_BENCH_ITERS (20).
 #   MOE_SKIP_TESTS=1, MOE_SKIP_TORCH=1, MOE_TORCH_TIMEOUT (s, default 300), MOE_EXTRA_TARGETS.
+#   MOE_PREBUILT=DIR: run DIR/bin/moe_bench and DIR/bin/moe_grouped_tests as built on the build
+#   machine (cuda-release preset: static cudart, sm_90a) instead of building here.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 out=${OUT:-$root/build-gpu/logs}
 mkdir -p "$out"
-# shellcheck source=scripts/gpu-env.sh
-source "$root/scripts/gpu-env.sh"
-moe_unpack_deps || exit 2
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/summary.txt"
-build=build-gpu
-cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_PREFIX_PATH="$prefix/usr" \
-  -DGTest_DIR="$prefix/usr/lib/$arch/cmake/GTest" \
-  -Dnlohmann_json_DIR="$prefix/usr/share/cmake/nlohmann_json" \
-  -DCMAKE_CXX_FLAGS="-isystem $prefix/usr/include" -DCMAKE_CUDA_FLAGS="-isystem $prefix/usr/include" \
-  "${pkg_config_args[@]}" >"$out/configure.log" 2>&1 || { tail -n 30 "$out/configure.log"; exit 3; }
-echo "== build $(date +%T)" | tee -a "$out/summary.txt"
-targets="moe_bench"
-[ "${MOE_SKIP_TESTS:-0}" != 1 ] && targets="$targets moe_grouped_tests"
-# shellcheck disable=SC2086
-cmake --build $build -j"$(nproc)" --target $targets ${MOE_EXTRA_TARGETS:-} \
-  >"$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -n 30; exit 4; }
-echo "== build done $(date +%T)" | tee -a "$out/summary.txt"
+if [ -n "${MOE_PREBUILT:-}" ]; then
+  build=$MOE_PREBUILT
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/summary.txt"
+  echo "== prebuilt binaries from $build" | tee -a "$out/summary.txt"
+else
+  # shellcheck source=scripts/gpu-env.sh
+  source "$root/scripts/gpu-env.sh"
+  moe_unpack_deps || exit 2
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/summary.txt"
+  build=build-gpu
+  cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_PREFIX_PATH="$prefix/usr" \
+    -DGTest_DIR="$prefix/usr/lib/$arch/cmake/GTest" \
+    -Dnlohmann_json_DIR="$prefix/usr/share/cmake/nlohmann_json" \
+    -DCMAKE_CXX_FLAGS="-isystem $prefix/usr/include" -DCMAKE_CUDA_FLAGS="-isystem $prefix/usr/include" \
+    "${pkg_config_args[@]}" >"$out/configure.log" 2>&1 || { tail -n 30 "$out/configure.log"; exit 3; }
+  echo "== build $(date +%T)" | tee -a "$out/summary.txt"
+  targets="moe_bench"
+  [ "${MOE_SKIP_TESTS:-0}" != 1 ] && targets="$targets moe_grouped_tests"
+  # shellcheck disable=SC2086
+  cmake --build $build -j"$(nproc)" --target $targets ${MOE_EXTRA_TARGETS:-} \
+    >"$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -n 30; exit 4; }
+  echo "== build done $(date +%T)" | tee -a "$out/summary.txt"
+fi
 status=0
 if [ "${MOE_SKIP_TESTS:-0}" != 1 ]; then
   MOE_REQUIRE_GPU=1 timeout 150 $build/bin/moe_grouped_tests >"$out/tests.log" 2>&1 || status=1

@@ -32,7 +32,10 @@ DeviceInfo device(const char* name, int major, int minor, int64_t smem, int sms)
 const GroupedFmt kFmts[] = {GroupedFmt::kBf16, GroupedFmt::kFp8Block, GroupedFmt::kNvfp4};
 
 TEST(MoeConfig, EveryReturnedConfigFitsSm120AndSm90) {
-  for (const MoeDeviceLimits& lim : {limits(101376, 188), limits(232448, 132)})
+  MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
+  sm90.cc = 90;
+  sm120.cc = 120;
+  for (const MoeDeviceLimits& lim : {limits(101376, 188), limits(232448, 132), sm90, sm120})
     for (GroupedFmt f : kFmts)
       for (int64_t T : {1, 2, 7, 8, 32, 64, 128, 256, 1000, 4096, 8192})
         for (int64_t E : {8, 32, 256})
@@ -99,6 +102,41 @@ TEST(MoeConfig, TileGemmFamilyFitsSm90AndSm120) {
   EXPECT_FALSE(moe_heuristic_config({256, 6144, 2048, 256, 8, bf16}, sm90).tc);
 }
 
+// The Hopper warpgroup-MMA GEMM (tc + wgmma): sm_90 only (cc 90: sm_90a code), 128-token tiles,
+// one 256-thread CTA per SM, every format. The heuristic takes it from 32 (BF16) / 48 (FP8, NVFP4)
+// tokens per expert; a streaming launch on sm_90 carries the per-expert hybrid threshold.
+TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
+  MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
+  sm90.cc = 90;
+  sm120.cc = 120;
+  const MoeKernelConfig w{16, 8, 1, false, true, true};
+  EXPECT_EQ(w.smem_bytes(), 4 * (128 + 256) * 128 + 1024);
+  for (GroupedFmt f : kFmts) {
+    EXPECT_TRUE(moe_config_fits(w, f, sm90)) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_config_fits(w, f, sm120));
+    EXPECT_FALSE(moe_config_fits(w, f, limits(232448, 132)));               // cc unknown
+    EXPECT_FALSE(moe_config_fits({8, 8, 1, false, true, true}, f, sm90));   // 64-token tiles
+    EXPECT_FALSE(moe_config_fits({16, 8, 2, false, true, true}, f, sm90));  // two CTAs per SM
+    EXPECT_FALSE(moe_config_fits({2, 8, 1, false, false, true}, f, sm90));  // wgmma without tc
+    const MoeShape prefill{4096, 6144, 2048, 256, 8, f};
+    EXPECT_EQ(moe_heuristic_config(prefill, sm90), w) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_heuristic_config(prefill, sm120).wgmma);
+    int wg = 0;
+    for (const MoeKernelConfig& c : moe_candidate_configs(prefill, sm90)) wg += c.wgmma ? 1 : 0;
+    EXPECT_EQ(wg, 1);
+    for (const MoeKernelConfig& c : moe_candidate_configs(prefill, sm120)) EXPECT_FALSE(c.wgmma);
+    const MoeKernelConfig d = moe_heuristic_config({64, 6144, 2048, 256, 8, f}, sm90);
+    EXPECT_FALSE(d.tc);
+    EXPECT_EQ(moe_launch(d, sm90, f).wgmma_min_tokens, f == GroupedFmt::kBf16 ? 32 : 48);
+    EXPECT_EQ(moe_launch(d, sm120, f).wgmma_min_tokens, 0);
+    EXPECT_EQ(moe_launch(w, sm90, f).wgmma_min_tokens, 0);
+    EXPECT_TRUE(moe_launch(w, sm90, f).wgmma);
+  }
+  // 32 tokens per expert: BF16 takes wgmma, FP8 keeps streaming (measured, moe_config.cc).
+  EXPECT_TRUE(moe_heuristic_config({1024, 6144, 2048, 256, 8, GroupedFmt::kBf16}, sm90).wgmma);
+  EXPECT_FALSE(moe_heuristic_config({1024, 6144, 2048, 256, 8, GroupedFmt::kFp8Block}, sm90).tc);
+}
+
 TEST(MoeConfig, HeuristicTileGrowsWithTokensPerExpert) {
   const MoeDeviceLimits lim = limits(232448, 132);
   EXPECT_EQ(moe_heuristic_config({1, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, lim).nb, 1);
@@ -118,12 +156,15 @@ TEST(MoeConfig, TuneCacheRoundTripAndFallback) {
   c.put(key, {2, 8, 1, true}, 123.5);
   const MoeShape sb{4096, 6144, 2048, 256, 8, GroupedFmt::kBf16};
   c.put(moe_tune_key(h200, sb), {8, 8, 2, false, true}, 4000.0);
+  const MoeShape sw{8192, 6144, 2048, 256, 8, GroupedFmt::kNvfp4};
+  c.put(moe_tune_key(h200, sw), {16, 8, 1, false, true, true}, 9000.0);
   const std::string path =
       (std::filesystem::temp_directory_path() / "moe_tune_cache_test.json").string();
   ASSERT_TRUE(c.save(path).ok());
   auto loaded = MoeTuneCache::load(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  EXPECT_EQ(loaded->size(), 2u);
+  EXPECT_EQ(loaded->size(), 3u);
+  EXPECT_EQ(loaded->select(h200, sw), (MoeKernelConfig{16, 8, 1, false, true, true}));
   EXPECT_EQ(loaded->select(h200, s), (MoeKernelConfig{2, 8, 1, true}));
   EXPECT_EQ(loaded->select(h200, sb), (MoeKernelConfig{8, 8, 2, false, true}));
   // Another GPU (no entry) gets the heuristic; a stored config that does not fit is ignored.

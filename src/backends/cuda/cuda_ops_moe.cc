@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,37 +23,11 @@ namespace moe::cuda {
 
 Result<std::shared_ptr<const MoeTuneCache>> CudaOps::load_moe_tune_cache(
     const std::string& path, const DeviceInfo& d, std::vector<std::string>* warnings) {
-  const std::string rerun = "; delete it and run `moengine tune-moe --model-path DIR --cache " +
-                            path + "` again, or leave it out to use the heuristic";
-  std::ifstream in(path);
-  if (!in)
+  // MoeTuneCache::load takes a missing file for an empty cache; a file named here must exist.
+  if (!std::ifstream(path))
     return not_found("MoE tune cache " + path +
                      " cannot be read; write it with `moengine tune-moe --model-path DIR`");
-  // The version is checked here; MoeTuneCache::load parses the entries (and reports bad ones).
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const std::exception& ex) {
-    return invalid_argument("MoE tune cache " + path + " is not JSON (" + ex.what() + ")" + rerun);
-  }
-  const nlohmann::json* version = j.is_object() && j.contains("version") ? &j["version"] : nullptr;
-  if (version == nullptr || !version->is_number_integer() || version->get<int64_t>() != 1)
-    return invalid_argument("MoE tune cache " + path + " has version " +
-                            (version ? version->dump() : std::string("(none)")) +
-                            "; this moengine reads version 1" + rerun);
-  if (!j.contains("entries") || !j["entries"].is_object())
-    return invalid_argument("MoE tune cache " + path + " has no \"entries\" object" + rerun);
-  for (const auto& [key, v] : j["entries"].items()) {
-    for (const char* field : {"nb", "warps_per_cta", "ctas_per_sm"}) {
-      const bool good = v.is_object() && v.contains(field) && v[field].is_number_integer() &&
-                        v[field].get<int64_t>() >= INT32_MIN &&
-                        v[field].get<int64_t>() <= INT32_MAX;
-      if (!good)
-        return invalid_argument("MoE tune cache " + path + ": entry '" + key +
-                                "' needs an integer \"" + field + "\"" + rerun);
-    }
-  }
-  auto cache = MoeTuneCache::load(path);
+  auto cache = MoeTuneCache::load(path);  // format errors: version, entries, fields
   if (!cache.ok()) return cache.status();
   // Entries for this device (key prefix "<name>|sm_XY|"; the format is the key's last field)
   // that its limits no longer allow are ignored by select(): say so once here.
@@ -62,7 +35,7 @@ Result<std::shared_ptr<const MoeTuneCache>> CudaOps::load_moe_tune_cache(
       d.name + "|sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor) + "|";
   const MoeDeviceLimits lim = moe_limits(d);
   size_t mine = 0;
-  for (const auto& [key, v] : j["entries"].items()) {
+  for (const std::string& key : cache->keys()) {
     if (key.rfind(prefix, 0) != 0) continue;
     ++mine;
     const std::string fmt_name = key.substr(key.rfind('|') + 1);
@@ -140,13 +113,13 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
     const MoeShape shape{T, D, ge->I, E, K, ge->fmt};
     const MoeKernelConfig cfg =
         moe_tune_ ? moe_tune_->select(info_, shape) : moe_heuristic_config(shape, lim);
-    const GroupedLaunch l = moe_launch(cfg, lim);
+    const GroupedLaunch l = moe_launch(cfg, lim, ge->fmt);
     const int64_t TK = std::max<int64_t>(T * K, 1);
     GroupedScratch s;
     s.xa = scratch({std::max<int64_t>(T, 1), D}, DType::kBF16).raw();
     s.sorted_slot = scratch({TK}, DType::kI32).data<int32_t>();
     s.tiles = scratch({grouped_max_tiles(T, K, E, 8 * l.nb), 4}, DType::kI32).data<int32_t>();
-    s.num_tiles = scratch({1}, DType::kI32).data<int32_t>();
+    s.num_tiles = scratch({2}, DType::kI32).data<int32_t>();  // streaming, big-tile counts
     s.h = scratch({TK, ge->I}, DType::kBF16).raw();
     s.out = scratch({TK, D}, DType::kF32).data<float>();
     run_grouped_experts(*ge, y.data<float>(), y.stride(0), x.data<float>(), x.stride(0),
@@ -159,10 +132,9 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
   begin_op();
   MoeExpertsParams p;
   for (int64_t e = 0; e < E; ++e) {
-    const std::string name = "moe_experts expert " + std::to_string(e);
-    const WeightArgs g = weight_args(experts[e].gate, (name + " gate").c_str()),
-                     u = weight_args(experts[e].up, (name + " up").c_str()),
-                     d = weight_args(experts[e].down, (name + " down").c_str());
+    const WeightArgs g = weight_args(experts[e].gate, {"moe_experts expert", e, "gate"}),
+                     u = weight_args(experts[e].up, {"moe_experts expert", e, "up"}),
+                     d = weight_args(experts[e].down, {"moe_experts expert", e, "down"});
     MOE_CHECK(g.N == I && g.K == D && u.N == I && u.K == D && d.N == D && d.K == I)
         << "moe_experts: expert " << e << " gate [" << g.N << ", " << g.K << "] up [" << u.N << ", "
         << u.K << "] down [" << d.N << ", " << d.K << "], expected I " << I << ", D " << D;

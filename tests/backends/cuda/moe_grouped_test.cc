@@ -78,7 +78,8 @@ class MoeGroupedTest : public ::testing::Test {
   enum class Routing { kRandom, kOne };
 
   void check(Fmt f, int64_t T, int64_t D, int64_t I, int64_t E, int64_t K,
-             Routing r = Routing::kRandom, int nb = 0, bool pipelined = false, bool tc = false) {
+             Routing r = Routing::kRandom, int nb = 0, bool pipelined = false, bool tc = false,
+             bool wgmma = false, int hybrid_min = 0) {
     std::vector<Mat> mats;
     std::vector<ops::ExpertWeights> ew_h, ew_d;
     mats.reserve(3 * E);
@@ -115,6 +116,8 @@ class MoeGroupedTest : public ::testing::Test {
       l.nb = nb;
       l.pipelined = pipelined;
       l.tc = tc;
+      l.wgmma = wgmma;
+      l.wgmma_min_tokens = hybrid_min;
       l.sm_count = ops_->device().sm_count;
       const int64_t TK = T * K;
       GroupedScratch s;
@@ -122,7 +125,7 @@ class MoeGroupedTest : public ::testing::Test {
       s.sorted_slot = dev_->poisoned({TK}, DType::kI32).data<int32_t>();
       s.tiles =
           dev_->poisoned({grouped_max_tiles(T, K, E, 8 * nb), 4}, DType::kI32).data<int32_t>();
-      s.num_tiles = dev_->poisoned({1}, DType::kI32).data<int32_t>();
+      s.num_tiles = dev_->poisoned({2}, DType::kI32).data<int32_t>();
       s.h = dev_->poisoned({TK, I}, DType::kF32).raw();
       s.out = dev_->poisoned({TK, D}, DType::kF32).data<float>();
       run_grouped_experts(*ge, y.data<float>(), D, xd.data<float>(), D, idd.data<int32_t>(), K,
@@ -131,7 +134,7 @@ class MoeGroupedTest : public ::testing::Test {
     const double err = rel_error(dev_->to_host(y), want);
     EXPECT_LE(err, kTolGrouped) << name(f) << " T " << T << " D " << D << " I " << I << " E " << E
                                 << " K " << K << " nb " << nb << " pipelined " << pipelined
-                                << " tc " << tc;
+                                << " tc " << tc << " wgmma " << wgmma << " hybrid " << hybrid_min;
   }
 
   ThreadPool pool_{8};
@@ -199,6 +202,55 @@ TEST_F(MoeGroupedTest, TensorCoreTileGemm) {
     check(Fmt::kBf16, 200, 640, 384, 4, 2, Routing::kRandom, nb, false, true);
     check(Fmt::kBf16, 400, 768, 512, 4, 2, Routing::kRandom, nb, false, true);
   }
+}
+
+// The Hopper warpgroup-MMA tile GEMM for every format (BF16; FP8 and NVFP4 dequantized to F16 on
+// the way to shared memory): 128-token tiles, 256 weight rows per CTA (128 for a down GEMM whose
+// D is not a multiple of 256: D 384 and 640), the same cases as the mma.sync tile GEMM.
+TEST_F(MoeGroupedTest, WarpgroupMmaTileGemm) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  for (Fmt f : kFmts) {
+    for (int64_t T : {1, 7, 45, 129, 300, 1000})
+      check(f, T, 256, 128, 8, 2, Routing::kRandom, 16, false, true, true);
+    check(f, 300, 128, 128, 8, 1, Routing::kOne, 16, false, true, true);
+    check(f, 77, 384, 256, 8, 3, Routing::kOne, 16, false, true, true);
+    check(f, 3, 256, 128, 64, 2, Routing::kRandom, 16, false, true, true);
+    check(f, 3000, 384, 256, 64, 4, Routing::kRandom, 16, false, true, true);
+    check(f, 200, 640, 384, 4, 2, Routing::kRandom, 16, false, true, true);
+    check(f, 400, 768, 512, 4, 2, Routing::kRandom, 16, false, true, true);
+    check(f, 2500, 640, 640, 4, 2, Routing::kRandom, 16, false, true, true);
+  }
+}
+
+// Small cases of the warpgroup-MMA GEMM and the hybrid for compute-sanitizer (scripts/gpu-test.sh
+// runs memcheck and racecheck on this test): both BN instances, partial tiles, several items per
+// CTA, every format.
+TEST_F(MoeGroupedTest, WarpgroupMmaSmall) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  for (Fmt f : kFmts) {
+    check(f, 300, 256, 128, 8, 2, Routing::kRandom, 16, false, true, true);
+    check(f, 45, 640, 384, 4, 2, Routing::kRandom, 16, false, true, true);
+    check(f, 200, 256, 128, 8, 2, Routing::kOne, 2, false, false, false, 40);
+  }
+}
+
+// The hybrid launch: experts with at least hybrid_min tokens go to the warpgroup-MMA GEMM (big
+// tiles list), the others to the streaming GEMM, in one grouping: thresholds below, between and
+// above the per-expert counts, every token on one expert, and T below the threshold (no launch).
+TEST_F(MoeGroupedTest, HybridSplitsExpertsByTokenCount) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  for (Fmt f : kFmts)
+    for (int nb : {1, 2}) {
+      for (int hmin : {1, 60, 80, 400}) {  // 300 tokens x 2 over 8 experts: ~75 each
+        check(f, 300, 256, 128, 8, 2, Routing::kRandom, nb, false, false, false, hmin);
+      }
+      check(f, 300, 384, 256, 8, 1, Routing::kOne, nb, false, false, false, 32);
+      check(f, 1000, 256, 128, 64, 3, Routing::kRandom, nb, false, false, false, 48);
+      check(f, 20, 256, 128, 8, 2, Routing::kRandom, nb, false, false, false, 32);
+    }
 }
 
 // At many tokens per expert the heuristic takes the tc GEMM (BF16) and CudaOps runs it.

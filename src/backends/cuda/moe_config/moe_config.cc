@@ -2,17 +2,21 @@
 #include "backends/cuda/moe_config/moe_config.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 namespace moe::cuda {
 
 int MoeKernelConfig::regs_per_thread(GroupedFmt f) const {
   // NOTE: ptxas -v (sm_90a, CUDA 13.0), max over gate_up/down, rounded up to 8.
-  if (tc) return 128;  // moe_tile_gemm_kernel: __launch_bounds__(256, 2) caps it at 128
-  if (pipelined) {     // moe_gemm_pipe_kernel
+  if (tc && wgmma) return 256;  // moe_wgmma_gemm_kernel: up to 254 (one 256-thread CTA per SM)
+  if (tc) return 128;           // moe_tile_gemm_kernel: __launch_bounds__(256, 2) caps it at 128
+  if (pipelined) {              // moe_gemm_pipe_kernel
     switch (f) {
       case GroupedFmt::kBf16:
         return nb <= 1 ? 80 : nb == 2 ? 96 : 128;
@@ -37,21 +41,23 @@ MoeDeviceLimits moe_limits(const DeviceInfo& d) {
   MoeDeviceLimits l;
   l.smem_per_block_optin = d.smem_per_block_optin;
   l.sm_count = d.sm_count;
+  l.cc = d.cc_major * 10 + d.cc_minor;
   return l;
 }
 
 bool moe_config_fits(const MoeKernelConfig& c, GroupedFmt f, const MoeDeviceLimits& lim) {
   if (c.tc) {
-    if (f != GroupedFmt::kBf16 || (c.nb != 8 && c.nb != 16) || c.pipelined ||
+    if ((f != GroupedFmt::kBf16 && !c.wgmma) || (c.nb != 8 && c.nb != 16) || c.pipelined ||
         c.warps_per_cta != 8 || c.ctas_per_sm < 1)
       return false;
+    if (c.wgmma && (c.nb != 16 || c.ctas_per_sm != 1 || lim.cc != 90)) return false;
     if (c.smem_bytes() * c.ctas_per_sm > lim.smem_per_block_optin) return false;
     const int64_t regs = int64_t{c.regs_per_thread(f)} * c.threads() * c.ctas_per_sm;
     return regs <= lim.regs_per_sm && c.threads() * c.ctas_per_sm <= lim.max_threads_per_sm;
   }
   const bool nb_ok = c.nb == 1 || c.nb == 2 || c.nb == 4 || (c.nb == 8 && f == GroupedFmt::kBf16);
-  if (!nb_ok || (c.nb == 8 && c.pipelined) || c.warps_per_cta < 1 || c.warps_per_cta > 8 ||
-      c.ctas_per_sm < 1)
+  if (!nb_ok || c.wgmma || (c.nb == 8 && c.pipelined) || c.warps_per_cta < 1 ||
+      c.warps_per_cta > 8 || c.ctas_per_sm < 1)
     return false;
   if (c.smem_bytes() * c.ctas_per_sm > lim.smem_per_block_optin) return false;
   const int64_t regs = int64_t{c.regs_per_thread(f)} * c.threads() * c.ctas_per_sm;
@@ -75,6 +81,10 @@ std::vector<MoeKernelConfig> moe_candidate_configs(const MoeShape& s, const MoeD
       if (8 * nb > 2 * std::max<int64_t>(s.T, 8)) continue;
       if (moe_config_fits(c, s.fmt, lim)) out.push_back(c);
     }
+  // Its Hopper warpgroup-MMA form (128-token tiles, one CTA per SM; sm_90 only).
+  if (const MoeKernelConfig w{16, 8, 1, false, true, true};
+      8 * w.nb <= 2 * std::max<int64_t>(s.T, 8) && moe_config_fits(w, s.fmt, lim))
+    out.push_back(w);
   return out;
 }
 
@@ -86,6 +96,15 @@ std::vector<MoeKernelConfig> moe_candidate_configs(const MoeShape& s, const MoeD
 // 36354. At T <= 256 (<= 8 per expert) the register-streaming kernels stay ahead (4.1-4.8 ms vs
 // 5.4-8.4 ms).
 constexpr double kTcMinTokensPerExpert = 32;
+// Tokens per expert from which the warpgroup-MMA GEMM (sm_90) beats the register-streaming one:
+// measured on the H200 (glm5 sweep, 2026-11-30, docs/perf.md): BF16 T 1024 (32 per expert)
+// 5312 us vs tc 64 6158 and nb 8 6964; FP8 / NVFP4 at 32 per expert nb 4 wins (4730 vs 6203,
+// 5476 vs 6002), at 64 per expert wgmma (6315 vs 8217, 6136 vs 9555). The same numbers set the
+// per-expert threshold of the hybrid launch (moe_launch): an expert with that many tokens in a
+// call goes to the warpgroup-MMA GEMM (hot8 T 256, 256 tokens on each of 8 experts: BF16 293 us
+// vs 858 for the best streaming config).
+constexpr double kWgmmaMinTokensBf16 = 32;
+constexpr double kWgmmaMinTokensQuant = 48;
 constexpr double kTcWideTokensPerExpert = 64;
 
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim) {
@@ -107,6 +126,11 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   if (!moe_config_fits(c, s.fmt, lim)) c.warps_per_cta = 4;
   // Many tokens per expert: the tensor-core tile GEMM (BF16); 128-token tiles with two CTAs per
   // SM where they fit (sm_90; one on sm_120) from 64 tokens per expert, 64-token tiles below.
+  // sm_90: the warpgroup-MMA GEMM for every format once most experts fill its 128-token tiles.
+  if (mean >= (bf16 ? kWgmmaMinTokensBf16 : kWgmmaMinTokensQuant)) {
+    const MoeKernelConfig w{16, 8, 1, false, true, true};
+    if (moe_config_fits(w, s.fmt, lim)) return w;
+  }
   if (bf16 && mean >= kTcMinTokensPerExpert) {
     const bool wide = mean >= kTcWideTokensPerExpert;
     for (int cps : {wide ? 2 : 1, 1}) {
@@ -117,7 +141,7 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   return c;
 }
 
-GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim) {
+GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f) {
   GroupedLaunch l;
   l.nb = c.nb;
   l.warps_per_cta = c.warps_per_cta;
@@ -125,6 +149,11 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim) {
   l.sm_count = std::max(lim.sm_count, 1);
   l.pipelined = c.pipelined && c.nb != 8 && !c.tc;
   l.tc = c.tc;
+  l.wgmma = c.tc && c.wgmma;
+  // Hybrid: experts with many tokens of a call go to the warpgroup-MMA GEMM (sm_90 only).
+  if (!c.tc && moe_config_fits(MoeKernelConfig{16, 8, 1, false, true, true}, f, lim))
+    l.wgmma_min_tokens =
+        static_cast<int>(f == GroupedFmt::kBf16 ? kWgmmaMinTokensBf16 : kWgmmaMinTokensQuant);
   return l;
 }
 
@@ -153,26 +182,66 @@ std::string moe_tune_key(const DeviceInfo& d, const MoeShape& s) {
   return o.str();
 }
 
+namespace {
+
+// `v[field]` as an int if it is a JSON integer in int32 range (a float such as 2.5 or 1e300, a
+// string, or 2^32 + 1 would otherwise be truncated or throw).
+std::optional<int> int32_field(const nlohmann::json& v, const char* field) {
+  if (!v.is_object()) return std::nullopt;
+  const auto it = v.find(field);
+  if (it == v.end() || !it->is_number_integer()) return std::nullopt;
+  if (it->is_number_unsigned()) {
+    const uint64_t u = it->get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT32_MAX)) return std::nullopt;
+    return static_cast<int>(u);
+  }
+  const int64_t i = it->get<int64_t>();
+  if (i < INT32_MIN || i > INT32_MAX) return std::nullopt;
+  return static_cast<int>(i);
+}
+
+}  // namespace
+
 Result<MoeTuneCache> MoeTuneCache::load(const std::string& path) {
   MoeTuneCache c;
   std::ifstream in(path);
   if (!in) return c;  // no cache yet: heuristics
+  const std::string rerun = "; delete it and run `moengine tune-moe --model-path DIR --cache " +
+                            path + "` again, or leave it out to use the heuristic";
   nlohmann::json j;
   try {
     in >> j;
-    for (auto& [key, v] : j.at("entries").items()) {
+  } catch (const std::exception& ex) {
+    return invalid_argument("MoE tune cache " + path + " is not JSON (" + ex.what() + ")" + rerun);
+  }
+  const nlohmann::json* version = j.is_object() && j.contains("version") ? &j["version"] : nullptr;
+  if (version == nullptr || !version->is_number_integer() || version->get<int64_t>() != 1)
+    return invalid_argument("MoE tune cache " + path + " has version " +
+                            (version ? version->dump() : std::string("(none)")) +
+                            "; this moengine reads version 1" + rerun);
+  if (!j.contains("entries") || !j["entries"].is_object())
+    return invalid_argument("MoE tune cache " + path + " has no \"entries\" object" + rerun);
+  try {
+    for (const auto& [key, v] : j["entries"].items()) {
       Entry e;
-      e.cfg.nb = v.at("nb").get<int>();
-      e.cfg.warps_per_cta = v.at("warps_per_cta").get<int>();
-      e.cfg.ctas_per_sm = v.at("ctas_per_sm").get<int>();
+      for (auto [field, out] :
+           {std::pair{"nb", &e.cfg.nb}, std::pair{"warps_per_cta", &e.cfg.warps_per_cta},
+            std::pair{"ctas_per_sm", &e.cfg.ctas_per_sm}}) {
+        const std::optional<int> x = int32_field(v, field);
+        if (!x)
+          return invalid_argument("MoE tune cache " + path + ": entry '" + key +
+                                  "' needs an integer \"" + field + "\"" + rerun);
+        *out = *x;
+      }
+      // Optional fields: a value of another type (e.g. "pipelined": "yes") throws below.
       e.cfg.pipelined = v.value("pipelined", false);
       e.cfg.tc = v.value("tc", false);
+      e.cfg.wgmma = v.value("wgmma", false);
       e.us = v.value("us", 0.0);
       c.entries_[key] = e;
     }
   } catch (const std::exception& ex) {
-    return invalid_argument("MoE tune cache " + path + " is not valid (" + ex.what() +
-                            "); delete it and run `moengine tune-moe` again");
+    return invalid_argument("MoE tune cache " + path + " is not valid (" + ex.what() + ")" + rerun);
   }
   return c;
 }
@@ -187,11 +256,19 @@ Status MoeTuneCache::save(const std::string& path) const {
                          {"ctas_per_sm", e.cfg.ctas_per_sm},
                          {"pipelined", e.cfg.pipelined},
                          {"tc", e.cfg.tc},
+                         {"wgmma", e.cfg.wgmma},
                          {"us", e.us}};
   std::ofstream out(path);
   if (!out) return invalid_argument("cannot write MoE tune cache " + path);
   out << j.dump(2) << "\n";
   return Status::ok_status();
+}
+
+std::vector<std::string> MoeTuneCache::keys() const {
+  std::vector<std::string> out;
+  out.reserve(entries_.size());
+  for (const auto& [key, e] : entries_) out.push_back(key);
+  return out;
 }
 
 std::optional<MoeKernelConfig> MoeTuneCache::find(const std::string& key) const {

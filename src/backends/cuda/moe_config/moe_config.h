@@ -34,12 +34,15 @@ struct MoeKernelConfig {
   // Tensor-core tile GEMM (BF16; nb 8 or 16 = 64- or 128-token tiles, 8 warps, not pipelined):
   // for many tokens per expert (prefill, hot experts).
   bool tc = false;
+  // With tc and nb 16: the Hopper warpgroup-MMA tile GEMM (sm_90 only, one CTA per SM).
+  bool wgmma = false;
 
   int threads() const { return warps_per_cta * 32; }
   // Shared memory per CTA: the register-streaming GEMMs stage nothing (activations come through
   // L1); the pipelined ones keep a cp.async ring per warp (kGroupedPipeWarpBytes, any format);
   // the tc GEMM a ring of token and weight tiles (grouped_tile_smem_bytes).
   int64_t smem_bytes() const {
+    if (tc && wgmma) return grouped_wgmma_smem_bytes(256);  // the larger of its two instances
     if (tc) return grouped_tile_smem_bytes(8 * nb);
     return pipelined ? int64_t{warps_per_cta} * kGroupedPipeWarpBytes : 0;
   }
@@ -55,6 +58,7 @@ struct MoeDeviceLimits {
   int sm_count = 0;
   int64_t regs_per_sm = 65536;
   int max_threads_per_sm = 2048;
+  int cc = 0;  // compute capability, major * 10 + minor (wgmma needs exactly 90: sm_90a code)
 };
 MoeDeviceLimits moe_limits(const DeviceInfo& d);
 
@@ -63,11 +67,14 @@ bool moe_config_fits(const MoeKernelConfig& c, GroupedFmt f, const MoeDeviceLimi
 // Every configuration the tuner may try for `s`; all of them fit `lim`.
 std::vector<MoeKernelConfig> moe_candidate_configs(const MoeShape& s, const MoeDeviceLimits& lim);
 // The configuration used without a tune-cache entry: token tile from the expected tokens per
-// expert (T*K/E, with room for Poisson spread), 8 warps, as many CTAs as registers allow; BF16
+// expert (T*K/E, with room for Poisson spread), 8 warps, as many CTAs as registers allow; on sm_90
+// the warpgroup-MMA tile GEMM from 32 (BF16) or 48 (FP8, NVFP4) tokens per expert; elsewhere BF16
 // from 32 tokens per expert: the tc tile GEMM (64-token tiles; 128-token, 2 CTAs from 64).
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim);
-// GroupedLaunch for the kernels from a configuration.
-GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim);
+// GroupedLaunch for the kernels from a configuration for format `f`; on sm_90 a register-streaming
+// configuration also sends experts with many tokens of a call to the warpgroup-MMA GEMM
+// (GroupedLaunch::wgmma_min_tokens: the hybrid, decided per expert on the device).
+GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f);
 
 const char* moe_fmt_name(GroupedFmt f);
 // "NVIDIA H200|sm_90|D6144|I2048|E256|K8|T<=8|nvfp4": T is bucketed (powers of two).
@@ -77,16 +84,21 @@ int64_t moe_t_bucket(int64_t T);
 // Winners of `moengine tune-moe`, persisted as JSON:
 //   {"version": 1, "entries": {"<key>": {"nb": 2, "warps_per_cta": 8, "ctas_per_sm": 1,
 //                                         "pipelined": true, "tc": false, "us": 812.5}}}
-// ("tc" may be absent: false.)
+// (The boolean fields and "us" may be absent: false, 0.)
 class MoeTuneCache {
  public:
-  static Result<MoeTuneCache> load(const std::string& path);  // missing file: empty cache
+  // A missing file is an empty cache. Errors (a Status naming the file and the fix: rerun
+  // `moengine tune-moe` or leave the cache out): not JSON, a "version" other than 1 (or none),
+  // no "entries" object, an entry without an int32 "nb", "warps_per_cta" or "ctas_per_sm", an
+  // optional field of the wrong type. Whether entries fit a device is select()'s business.
+  static Result<MoeTuneCache> load(const std::string& path);
   Status save(const std::string& path) const;
   // The cached config if present and still fitting the device; else the heuristic.
   MoeKernelConfig select(const DeviceInfo& d, const MoeShape& s) const;
   std::optional<MoeKernelConfig> find(const std::string& key) const;
   void put(const std::string& key, const MoeKernelConfig& c, double us);
   size_t size() const { return entries_.size(); }
+  std::vector<std::string> keys() const;  // sorted
 
  private:
   struct Entry {

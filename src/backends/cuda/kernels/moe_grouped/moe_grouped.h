@@ -46,6 +46,12 @@ constexpr int grouped_tile_smem_bytes(int tile_tokens) {
   return kGroupedTileStages * (tile_tokens + 128) * kGroupedTileK * 2;
 }
 
+// Hopper warpgroup-MMA tile GEMM (wgmma configs, BF16, sm_90a; sm90_moe_wgmma_gemm.cuh): one
+// 256-thread CTA per SM computes (tile of 128 tokens) x (BN = 256 or 128 weight rows) through a
+// ring of 4 stages of [128 tokens + BN rows] x 64 k bf16 (+ 1 KB to align the swizzle atoms).
+constexpr int grouped_wgmma_smem_bytes(int bn) { return 4 * (128 + bn) * 64 * 2 + 1024; }
+constexpr int kGroupedBigTile = 128;  // tokens per tile of the warpgroup-MMA GEMM
+
 // One launch configuration of the grouped GEMMs (chosen by moe_config from DeviceInfo).
 struct GroupedLaunch {
   int nb = 1;             // tokens per tile = 8 * nb (nb in {1, 2, 4, 8})
@@ -56,6 +62,13 @@ struct GroupedLaunch {
   // Tensor-core tile GEMM (BF16 only): tiles of 8 * nb = 64 or 128 tokens, nb in {8, 16};
   // warps_per_cta must be 8; ctas_per_sm is an upper bound (2 fit on sm_90).
   bool tc = false;
+  // With tc and nb 16 on sm_90a: the warpgroup-MMA kernel instead of the mma.sync one (one CTA
+  // per SM).
+  bool wgmma = false;
+  // Register-streaming configs on sm_90a: experts with at least this many tokens of a call go to
+  // the warpgroup-MMA GEMM in 128-token tiles (decided on the device from the routing), the rest
+  // to the streaming GEMM (0: off).
+  int wgmma_min_tokens = 0;
 };
 
 struct MoeGroupParams {
@@ -71,6 +84,12 @@ struct MoeGroupParams {
   int32_t* tiles = nullptr;        // out [max_tiles, 4]: expert, first position, tokens, 0
   int32_t* num_tiles = nullptr;    // out [1]
   int64_t max_tiles = 0;
+  // Hybrid (big_min > 0): experts with at least big_min tokens get tiles of kGroupedBigTile tokens
+  // in a second list (big_tiles, *num_big) for the warpgroup-MMA GEMM; the others get
+  // tile_tokens-wide tiles in `tiles`. Grouped positions stay one contiguous order over both.
+  int big_min = 0;
+  int32_t* big_tiles = nullptr;  // out [max big tiles, 4]
+  int32_t* num_big = nullptr;    // out [1]
 };
 
 struct MoeGemmParams {

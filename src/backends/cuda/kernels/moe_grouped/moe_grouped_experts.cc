@@ -108,9 +108,16 @@ bool resolve_grouped_experts(std::span<const ops::ExpertWeights> experts, int64_
   return true;
 }
 
-int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens) {
-  const int64_t TK = T * K;
+namespace {
+// Tiles of one list: every expert's last tile may be partial.
+int64_t list_tiles(int64_t TK, int64_t E, int tile_tokens) {
   return std::max<int64_t>(1, (TK + tile_tokens - 1) / tile_tokens + std::min(E, TK));
+}
+}  // namespace
+
+int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens) {
+  // The streaming list, then room for the hybrid's big-tile list.
+  return list_tiles(T * K, E, tile_tokens) + list_tiles(T * K, E, kGroupedBigTile);
 }
 
 void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, const float* x,
@@ -133,8 +140,22 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   gp.sorted_slot = s.sorted_slot;
   gp.tiles = s.tiles;
   gp.num_tiles = s.num_tiles;
-  gp.max_tiles = grouped_max_tiles(T, K, ge.E, gp.tile_tokens);
+  gp.max_tiles = list_tiles(T * K, ge.E, gp.tile_tokens);
+  // Hybrid: experts with many tokens of this call go to the warpgroup-MMA GEMM (no expert can
+  // reach the threshold when T is below it: each token picks an expert once).
+  const bool hybrid = !l.tc && l.wgmma_min_tokens > 0 && T >= l.wgmma_min_tokens;
+  if (hybrid) {
+    gp.big_min = l.wgmma_min_tokens;
+    gp.big_tiles = s.tiles + 4 * gp.max_tiles;
+    gp.num_big = s.num_tiles + 1;
+  }
   launch_moe_group(gp, stream);
+  GroupedLaunch lb = l;  // the big tiles' launch
+  lb.tc = lb.wgmma = true;
+  lb.nb = kGroupedBigTile / 8;
+  lb.ctas_per_sm = 1;
+  lb.warps_per_cta = 8;
+  lb.pipelined = false;
 
   MoeGemmParams p1 = ge.gate_up;
   p1.K = K;
@@ -144,6 +165,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   p1.num_tiles = s.num_tiles;
   p1.out = s.h;
   launch_moe_gemm(p1, l, stream);
+  if (hybrid) {
+    p1.tiles = gp.big_tiles;
+    p1.num_tiles = gp.num_big;
+    launch_moe_gemm(p1, lb, stream);
+  }
 
   MoeGemmParams p2 = ge.down;
   p2.K = K;
@@ -155,6 +181,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   p2.route_w_stride = route_w_stride;
   p2.out = s.out;
   launch_moe_gemm(p2, l, stream);
+  if (hybrid) {
+    p2.tiles = gp.big_tiles;
+    p2.num_tiles = gp.num_big;
+    launch_moe_gemm(p2, lb, stream);
+  }
 
   launch_moe_combine(y, y_stride, s.out, ids, ids_stride, T, ge.D, K, ge.E, stream);
 }

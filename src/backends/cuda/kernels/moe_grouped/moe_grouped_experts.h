@@ -29,11 +29,12 @@ bool resolve_grouped_experts(std::span<const ops::ExpertWeights> experts, int64_
 struct GroupedScratch {
   void* xa = nullptr;              // [T, D] 16-bit
   int32_t* sorted_slot = nullptr;  // [T*K]
-  int32_t* tiles = nullptr;        // [max_tiles, 4]
-  int32_t* num_tiles = nullptr;    // [1]
+  int32_t* tiles = nullptr;        // [grouped_max_tiles(...), 4]
+  int32_t* num_tiles = nullptr;    // [2]: streaming tiles, big (warpgroup-MMA) tiles
   void* h = nullptr;               // [T*K, I] 16-bit
   float* out = nullptr;            // [T*K, D]
 };
+// Rows of GroupedScratch::tiles for tile_tokens-wide tiles (with the hybrid's big-tile list).
 int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens);
 
 // y[t] = sum_k weights[t, k] * E_{ids[t, k]}(x[t]). x, y: [T, D] f32 (row strides x_stride,

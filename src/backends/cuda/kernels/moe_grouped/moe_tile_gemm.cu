@@ -5,6 +5,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels/moe_grouped/sm80_moe_tile_gemm.cuh"
+#include "backends/cuda/kernels/moe_grouped/sm90_moe_wgmma_gemm.cuh"
 
 namespace moe::cuda {
 namespace {
@@ -31,11 +32,58 @@ void launch_bm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   MOE_CUDA_CHECK_LAUNCH(p.gate_up ? "moe_grouped/tile_gate_up" : "moe_grouped/tile_down");
 }
 
+// The warpgroup-MMA kernel: 256 weight rows per CTA (gate_up: 128 gate + 128 up, N % 128); down
+// takes 128 where D is not a multiple of 256.
+template <GroupedFmt F, int BN>
+void launch_wgmma_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  auto go = [&](auto k) {
+    constexpr int smem = wgmma_gemm::kSmemBytes<BN>;
+    MOE_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+                   "moe_wgmma_gemm shared memory");
+    int occ = 0;
+    MOE_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, wgmma_gemm::kThreads, smem),
+        "moe_wgmma_gemm occupancy");
+    MOE_CHECK(occ >= 1) << "moe_wgmma_gemm: a CTA of " << wgmma_gemm::kThreads << " threads and "
+                        << smem << " B of shared memory does not fit on an SM";
+    k<<<l.sm_count * std::min(occ, std::max(l.ctas_per_sm, 1)), wgmma_gemm::kThreads, smem,
+        stream>>>(p);
+  };
+  if constexpr (BN == 256)
+    p.gate_up ? go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, true>)
+              : go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, false>);
+  else
+    go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, false>);
+  MOE_CUDA_CHECK_LAUNCH(p.gate_up ? "moe_grouped/wgmma_gate_up" : "moe_grouped/wgmma_down");
+}
+
+template <GroupedFmt F>
+void launch_wgmma_fmt(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  if (p.gate_up || p.N % 256 == 0) return launch_wgmma_bn<F, 256>(p, l, stream);
+  launch_wgmma_bn<F, 128>(p, l, stream);
+}
+
+void launch_wgmma(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  MOE_CHECK(8 * l.nb == wgmma_gemm::kBM)
+      << "moe_wgmma_gemm: " << 8 * l.nb << "-token tiles (supported: " << wgmma_gemm::kBM << ")";
+  MOE_CHECK(!p.gate_up || p.N % 128 == 0)
+      << "moe_wgmma_gemm: I " << p.N << " must be a multiple of 128";
+  switch (static_cast<GroupedFmt>(p.fmt)) {
+    case GroupedFmt::kBf16:
+      return launch_wgmma_fmt<GroupedFmt::kBf16>(p, l, stream);
+    case GroupedFmt::kFp8Block:
+      return launch_wgmma_fmt<GroupedFmt::kFp8Block>(p, l, stream);
+    case GroupedFmt::kNvfp4:
+      return launch_wgmma_fmt<GroupedFmt::kNvfp4>(p, l, stream);
+  }
+  MOE_CHECK(false) << "moe_wgmma_gemm: format " << p.fmt;
+}
+
 }  // namespace
 
 void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
-  MOE_CHECK(static_cast<GroupedFmt>(p.fmt) == GroupedFmt::kBf16)
-      << "moe_tile_gemm: format " << p.fmt << " (supported: BF16)";
+  MOE_CHECK(l.wgmma || static_cast<GroupedFmt>(p.fmt) == GroupedFmt::kBf16)
+      << "moe_tile_gemm: format " << p.fmt << " (supported: BF16; FP8 and NVFP4 with wgmma)";
   const int64_t nmul = p.gate_up ? 64 : tile_gemm::kBN;
   MOE_CHECK(p.N % nmul == 0 && p.Kd % kGroupedTileK == 0)
       << "moe_tile_gemm: N " << p.N << " must be a multiple of " << nmul << " and K " << p.Kd
@@ -45,6 +93,7 @@ void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream
     for (int e = 0; e < kMaxGroupedExperts && p.w[m][e] != nullptr; ++e)
       ok = ok && aligned16(p.w[m][e]);
   MOE_CHECK(ok) << "moe_tile_gemm: activations, outputs and weights must be 16-byte aligned";
+  if (l.wgmma) return launch_wgmma(p, l, stream);
   switch (8 * l.nb) {
     case 64:
       return launch_bm<64>(p, l, stream);

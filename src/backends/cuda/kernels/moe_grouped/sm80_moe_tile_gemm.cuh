@@ -22,9 +22,14 @@
 
 #include <cstdint>
 
-#include "backends/cuda/kernels/moe_grouped/moe_grouped.h"
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_common.cuh"
 
 namespace moe::cuda::tile_gemm {
+
+using grouped::cp_async16;
+using grouped::cp_async_commit;
+using grouped::cp_async_wait;
+using grouped::swz;
 
 constexpr int kThreads = 256;  // 8 warps: 2 along tokens x 4 along weight rows
 constexpr int kBN = 128;       // weight rows per CTA (gate_up: 64 gate + 64 up)
@@ -38,16 +43,6 @@ constexpr int kStageBytes = (BM + kBN) * kRowBytes;
 static_assert(kStages * kStageBytes<128> == grouped_tile_smem_bytes(128));
 static_assert(kStages * kStageBytes<64> == grouped_tile_smem_bytes(64));
 
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -60,10 +55,6 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
       "{%8,%9}, {%0,%1,%2,%3};"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-// Byte offset of 16-byte chunk `ch` of staged row `row` (XOR swizzle over 8 rows).
-__device__ __forceinline__ uint32_t swz(int row, int ch) {
-  return static_cast<uint32_t>(row * kRowBytes + ((ch ^ (row & 7)) << 4));
 }
 
 // BM: tokens per tile (64 or 128); GU: gate_up (true) or down (false).

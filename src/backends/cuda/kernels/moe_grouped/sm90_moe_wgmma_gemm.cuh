@@ -1,0 +1,486 @@
+// Hopper (sm_90a) warpgroup-MMA tiled grouped GEMM for BF16 experts with many tokens per expert
+// (prefill, hot experts): the same work as sm80_moe_tile_gemm.cuh (tile list of moe_group with
+// 128-token tiles, sorted_slot, gathered activations; gate_up writes h = silu(gate) * up, down
+// writes out[slot] = w[slot] * acc), with wgmma.mma_async reading both operands from shared memory
+// instead of ldmatrix + mma.sync.
+//
+// Pipeline story: a persistent grid of one 256-thread CTA per SM (two warpgroups) walks work items
+// (tile of 128 tokens, block of BN weight rows), n-block fastest. Per item, a ring of kStages
+// stages of [128 tokens x 64 k] activations and [BN rows x 64 k] weights is filled by cp.async
+// from every thread (gathered activation rows cannot use TMA tiles), two k-blocks ahead; each
+// warpgroup issues 4 wgmma m64nBNk16 per k-block on its 64 tokens and keeps one k-block of wgmma in
+// flight while the next stage is waited for. Staged rows are 128 bytes with 16-byte chunks
+// XOR-swizzled by row (chunk ^ row % 8): exactly the 128-byte-swizzle K-major layout wgmma's
+// descriptors describe (8-row atoms 1024 bytes apart; the k16 slices of a 64-k block are the atom
+// start + 32 bytes each). cp.async writes go through the generic proxy, so every stage is fenced
+// (fence.proxy.async) before the barrier that publishes it to the wgmma (async proxy).
+// The next item's first stages are requested before the current item's epilogue, so its loads
+// overlap the stores.
+// gate_up: the BN rows of a CTA are BN/2 gate + BN/2 up rows interleaved by 8 (n8 blocks gate, up,
+// gate, up...), so a thread's accumulators hold gate and up of the same output column.
+// Deterministic: every output element is written once.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_common.cuh"
+
+namespace moe::cuda::wgmma_gemm {
+
+using grouped::cp_async16;
+using grouped::cp_async_commit;
+using grouped::cp_async_wait;
+using grouped::swz;
+
+constexpr int kThreads = 256;  // two warpgroups of 64 tokens each
+constexpr int kBM = 128;       // tokens per tile
+constexpr int kBK = 64;        // k per stage (one 128-byte swizzled row)
+constexpr int kRowBytes = kBK * 2;
+constexpr int kStages = 4;  // ring depth: loads run kStages - 2 k-blocks ahead
+constexpr int kAhead = kStages - 2;
+
+template <int BN>
+constexpr int kStageBytes = (kBM + BN) * kRowBytes;
+template <int BN>
+constexpr int kSmemBytes = kStages* kStageBytes<BN> + 1024;  // + alignment of the swizzle atoms
+static_assert(kSmemBytes<256> == grouped_wgmma_smem_bytes(256) &&
+              kSmemBytes<128> == grouped_wgmma_smem_bytes(128));
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define MOE_WGMMA_ENABLED 1
+#endif
+
+// Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row atoms 1024 bytes apart.
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (uint64_t{1} << 16) |
+         (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
+}
+__device__ __forceinline__ void wgmma_fence() {
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit() {
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+#endif
+}
+// Keeps the compiler from moving accumulator reads or writes across the asynchronous wgmma.
+template <int N>
+__device__ __forceinline__ void fence_acc(float (&a)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(a[i])::"memory");
+}
+__device__ __forceinline__ void fence_proxy_async() {
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+#ifdef MOE_WGMMA_ENABLED
+__device__ __forceinline__ void wgmma_m64n128_bf16(float (&d)[64], uint64_t da, uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(da), "l"(db), "r"(1));
+}
+
+__device__ __forceinline__ void wgmma_m64n256_bf16(float (&d)[128], uint64_t da, uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
+      "%127"
+      "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
+        "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
+        "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
+        "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
+        "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
+        "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
+        "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
+        "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "r"(1));
+}
+
+__device__ __forceinline__ void wgmma_m64n128_f16(float (&d)[64], uint64_t da, uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(da), "l"(db), "r"(1));
+}
+
+__device__ __forceinline__ void wgmma_m64n256_f16(float (&d)[128], uint64_t da, uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
+      "%127"
+      "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
+        "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
+        "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
+        "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
+        "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
+        "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
+        "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
+        "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "r"(1));
+}
+#endif  // MOE_WGMMA_ENABLED
+
+// acc += A (64 tokens x 16 k) x B (BN rows x 16 k)^T; BF16 operands for BF16 experts, F16 for
+// FP8/NVFP4 (activations are F16 there, weights are dequantized to F16 on the way to shared).
+template <GroupedFmt F, int BN>
+__device__ __forceinline__ void wgmma_k16(float (&acc)[BN / 2], uint64_t da, uint64_t db) {
+#ifdef MOE_WGMMA_ENABLED
+  if constexpr (F == GroupedFmt::kBf16) {
+    if constexpr (BN == 256)
+      wgmma_m64n256_bf16(acc, da, db);
+    else
+      wgmma_m64n128_bf16(acc, da, db);
+  } else {
+    if constexpr (BN == 256)
+      wgmma_m64n256_f16(acc, da, db);
+    else
+      wgmma_m64n128_f16(acc, da, db);
+  }
+#else
+  __trap();  // built for an architecture without wgmma: the launcher never selects this kernel
+#endif
+}
+
+// Weight bytes per row of one 64-k block, and the 16-byte global chunks of a stage's BN rows each
+// thread loads (BF16 by cp.async; FP8 and NVFP4 through registers, dequantized to F16).
+template <GroupedFmt F>
+constexpr int kWRowBytes = F == GroupedFmt::kBf16       ? 128
+                           : F == GroupedFmt::kFp8Block ? 64
+                                                        : 32;
+template <GroupedFmt F, int BN>
+constexpr int kWLoads = BN*(kWRowBytes<F> / 16) / kThreads;
+
+// Staged weight row r (0..BN-1) of n-block nblk: matrix and row in it. gate_up interleaves gate
+// and up by 8 rows.
+template <int BN, bool GU>
+__device__ __forceinline__ void staged_row(int r, int64_t nblk, int* m, int64_t* row) {
+  if constexpr (GU) {
+    *m = (r >> 3) & 1;
+    *row = nblk * (BN / 2) + (r >> 4) * 8 + (r & 7);
+  } else {
+    *m = 0;
+    *row = nblk * BN + r;
+  }
+}
+
+// One work item's identity (tile and n-block) and this thread's copy sources.
+template <GroupedFmt F, int BN, bool GU>
+struct ItemSrc {
+  int e, pos0, cnt;
+  int64_t nblk;
+  const uint16_t* a[kBM / 32];       // gathered activation rows crow + 32 i, chunk ch
+  const uint8_t* w[kWLoads<F, BN>];  // this thread's weight chunks (k-block 0)
+  const void* s[kWLoads<F, BN>];     // fp8: the block-scale row; nvfp4: the scale row
+};
+
+template <GroupedFmt F, int BN, bool GU>
+__device__ __forceinline__ ItemSrc<F, BN, GU> item_src(const MoeGemmParams& p, int64_t item,
+                                                       int64_t n_blocks, int tid) {
+  constexpr int kChunks = kWRowBytes<F> / 16;  // global 16-byte chunks per row per k-block
+  ItemSrc<F, BN, GU> s;
+  const int64_t tile = item / n_blocks;
+  s.nblk = item % n_blocks;
+  const int4 td = reinterpret_cast<const int4*>(p.tiles)[tile];
+  s.e = td.x, s.pos0 = td.y, s.cnt = td.z;
+  const uint16_t* act = static_cast<const uint16_t*>(p.act);
+  const int ch = tid & 7, crow = tid >> 3;
+#pragma unroll
+  for (int i = 0; i < kBM / 32; ++i) {
+    const int tok = min(crow + 32 * i, s.cnt - 1);
+    const int64_t r = GU ? p.sorted_slot[s.pos0 + tok] / p.K : s.pos0 + tok;
+    s.a[i] = act + r * p.Kd + ch * 8;
+  }
+  const int64_t row_bytes = F == GroupedFmt::kBf16       ? p.Kd * 2
+                            : F == GroupedFmt::kFp8Block ? p.Kd
+                                                         : p.Kd / 2;
+#pragma unroll
+  for (int i = 0; i < kWLoads<F, BN>; ++i) {
+    const int u = tid + i * kThreads, r = u / kChunks, q = u % kChunks;
+    int m;
+    int64_t wr;
+    staged_row<BN, GU>(r, s.nblk, &m, &wr);
+    s.w[i] = static_cast<const uint8_t*>(p.w[m][s.e]) + wr * row_bytes + q * 16;
+    if constexpr (F == GroupedFmt::kFp8Block)
+      s.s[i] = static_cast<const float*>(p.s[m][s.e]) + (wr / 128) * (p.Kd / 128);
+    else if constexpr (F == GroupedFmt::kNvfp4)
+      s.s[i] = static_cast<const uint8_t*>(p.s[m][s.e]) + wr * (p.Kd / 16) + q * 2;
+    else
+      s.s[i] = nullptr;
+  }
+  return s;
+}
+
+// A quantized stage's weights in registers between their global load and the shared store.
+template <GroupedFmt F, int BN>
+struct WRegs {
+  uint4 w[kWLoads<F, BN>];
+  float sf[kWLoads<F, BN>];     // fp8 block scale
+  uint16_t sn[kWLoads<F, BN>];  // nvfp4: the two e4m3 scales of the chunk's 32 k
+};
+
+template <GroupedFmt F, int BN, bool GU>
+__global__ void __launch_bounds__(kThreads, 1)
+    moe_wgmma_gemm_kernel(const __grid_constant__ MoeGemmParams p) {
+  constexpr int kAStage = kBM * kRowBytes;
+  constexpr int kNAcc = BN / 2;  // f32 accumulators per thread (m64nBN over 128 threads)
+  constexpr int kChunks = kWRowBytes<F> / 16;
+  constexpr bool kQuant = F != GroupedFmt::kBf16;
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t smem_s =
+      (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wg = warp >> 2, wq = warp & 3;  // warpgroup (64 tokens each), warp in it
+  const int g = lane >> 2, c = lane & 3;
+  const int64_t n_blocks = GU ? p.N / (BN / 2) : p.N / BN;
+  const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * n_blocks;
+  const int64_t ksteps = p.Kd / kBK;
+  const uint32_t a_dst = swz(tid >> 3, tid & 7);
+
+  auto load_a = [&](const ItemSrc<F, BN, GU>& s, int64_t ks, int stage) {
+    const uint32_t base = smem_s + stage * kStageBytes<BN>;
+#pragma unroll
+    for (int i = 0; i < kBM / 32; ++i)
+      cp_async16(base + a_dst + i * 32 * kRowBytes, s.a[i] + ks * kBK);
+    if constexpr (!kQuant) {
+#pragma unroll
+      for (int i = 0; i < kWLoads<F, BN>; ++i) {
+        const int u = tid + i * kThreads;
+        cp_async16(base + kAStage + swz(u >> 3, u & 7), s.w[i] + ks * kWRowBytes<F>);
+      }
+    }
+  };
+  // Quantized weights: global -> registers (one k-block ahead) -> F16 in shared memory.
+  auto load_w = [&](const ItemSrc<F, BN, GU>& s, int64_t ks, WRegs<F, BN>& R) {
+    if constexpr (kQuant) {
+#pragma unroll
+      for (int i = 0; i < kWLoads<F, BN>; ++i) {
+        R.w[i] = grouped::ld_stream(s.w[i] + ks * kWRowBytes<F>);
+        if constexpr (F == GroupedFmt::kFp8Block)
+          R.sf[i] = __ldg(static_cast<const float*>(s.s[i]) + (ks * kBK) / 128);
+        else
+          R.sn[i] = __ldg(reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(s.s[i]) +
+                                                            ks * (kBK / 16)));
+      }
+    }
+  };
+  auto store_w = [&](const WRegs<F, BN>& R, int stage) {
+    if constexpr (kQuant) {
+      const uint32_t base = smem_s + stage * kStageBytes<BN> + kAStage;
+#pragma unroll
+      for (int i = 0; i < kWLoads<F, BN>; ++i) {
+        const int u = tid + i * kThreads, r = u / kChunks, q = u % kChunks;
+        uint32_t o[2 * grouped::Fmt<F>::kMmas];
+        if constexpr (F == GroupedFmt::kFp8Block) {
+          grouped::dequant<F>(R.w[i], 0, o);  // 16 e4m3 -> 8 f16x2, exact; then * block scale
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&o[j]));
+            const __half2 h = __floats2half2_rn(f.x * R.sf[i], f.y * R.sf[i]);
+            o[j] = *reinterpret_cast<const uint32_t*>(&h);
+          }
+        } else {
+          grouped::dequant<F>(R.w[i], R.sn[i], o);  // 32 nibbles -> 16 f16x2 (act_index order)
+        }
+        constexpr int kOut = F == GroupedFmt::kFp8Block ? 2 : 4;  // 16-byte chunks written
+#pragma unroll
+        for (int j = 0; j < kOut; ++j) {
+          const uint32_t dst = base + swz(r, q * kOut + j);
+          asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(dst), "r"(o[4 * j]),
+                       "r"(o[4 * j + 1]), "r"(o[4 * j + 2]), "r"(o[4 * j + 3])
+                       : "memory");
+        }
+      }
+    }
+  };
+  WRegs<F, BN> R;
+  auto prologue = [&](const ItemSrc<F, BN, GU>& s) {
+    if constexpr (kQuant) {
+      load_w(s, 0, R);
+      store_w(R, 0);
+      if (ksteps > 1) load_w(s, 1, R);
+    }
+#pragma unroll
+    for (int st = 0; st < kAhead; ++st) {
+      if (st < ksteps) load_a(s, st, st);
+      cp_async_commit();
+    }
+  };
+
+  int64_t item = blockIdx.x;
+  if (item >= n_items) return;
+  ItemSrc<F, BN, GU> cur = item_src<F, BN, GU>(p, item, n_blocks, tid);
+  prologue(cur);
+  float acc[kNAcc];
+  while (true) {
+#pragma unroll
+    for (int i = 0; i < kNAcc; ++i) acc[i] = 0.f;
+    fence_acc(acc);
+    int stage = 0;
+    for (int64_t ks = 0; ks < ksteps; ++ks) {
+      if constexpr (kQuant) {
+        // k-block ks + 1 into its stage (last read by the wgmma of ks - 3: done everywhere), then
+        // the loads of ks + 2.
+        if (ks + 1 < ksteps) store_w(R, stage + 1 == kStages ? 0 : stage + 1);
+        if (ks + 2 < ksteps) load_w(cur, ks + 2, R);
+      }
+      cp_async_wait<kAhead - 1>();
+      fence_proxy_async();
+      __syncthreads();  // stage ks visible to all; the wgmma of ks - 2 are done in every warp
+      {
+        const int64_t nk = ks + kAhead;
+        int ns = stage + kAhead;
+        if (ns >= kStages) ns -= kStages;
+        if (nk < ksteps) load_a(cur, nk, ns);
+        cp_async_commit();
+      }
+      const uint32_t sa = smem_s + stage * kStageBytes<BN> + wg * 64 * kRowBytes;
+      const uint32_t sb = smem_s + stage * kStageBytes<BN> + kAStage;
+      const uint64_t da = smem_desc(sa), db = smem_desc(sb);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) wgmma_k16<F, BN>(acc, da + 2 * kk, db + 2 * kk);
+      wgmma_commit();
+      wgmma_wait<1>();
+      stage = stage + 1 == kStages ? 0 : stage + 1;
+    }
+    wgmma_wait<0>();
+    fence_acc(acc);
+    __syncthreads();  // every warpgroup is done reading the ring
+    const ItemSrc<F, BN, GU> done = cur;
+    const int64_t next = item + gridDim.x;
+    if (next < n_items) {
+      cur = item_src<F, BN, GU>(p, next, n_blocks, tid);
+      prologue(cur);  // overlaps the epilogue below
+    }
+
+    // Epilogue. Accumulator 4 j + q: token wg*64 + wq*16 + g + 8 (q >= 2), staged row
+    // 8 j + 2 c + (q & 1).
+    float gsc[2] = {1.f, 1.f};
+    if constexpr (F == GroupedFmt::kNvfp4) {
+      gsc[0] = p.gs[0][done.e];
+      gsc[1] = GU ? p.gs[1][done.e] : p.gs[0][done.e];
+    }
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int tok = wg * 64 + wq * 16 + g + 8 * hh;
+      if (tok >= done.cnt) continue;
+      if constexpr (GU) {
+        const int64_t col0 = done.nblk * (BN / 2) + 2 * c;
+        uint16_t* h = static_cast<uint16_t*>(p.out) + static_cast<int64_t>(done.pos0 + tok) * p.N;
+#pragma unroll
+        for (int j = 0; j < BN / 16; ++j) {
+          float hv[2];
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            const float gv = acc[4 * (2 * j) + 2 * hh + q] * gsc[0],
+                        uv = acc[4 * (2 * j + 1) + 2 * hh + q] * gsc[1];
+            hv[q] = gv / (1.f + __expf(-gv)) * uv;
+          }
+          const int64_t col = col0 + j * 8;
+          if constexpr (F == GroupedFmt::kBf16) {
+            *reinterpret_cast<__nv_bfloat162*>(h + col) = __floats2bfloat162_rn(hv[0], hv[1]);
+          } else {
+            h[grouped::act_index(F, col)] = grouped::act_bits(hv[0], true);
+            h[grouped::act_index(F, col + 1)] = grouped::act_bits(hv[1], true);
+          }
+        }
+      } else {
+        const int64_t slot = p.sorted_slot[done.pos0 + tok];
+        const float wv = p.route_w[(slot / p.K) * p.route_w_stride + slot % p.K] * gsc[0];
+        float* o = static_cast<float*>(p.out) + slot * p.N + done.nblk * BN + 2 * c;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+          *reinterpret_cast<float2*>(o + j * 8) =
+              make_float2(wv * acc[4 * j + 2 * hh], wv * acc[4 * j + 2 * hh + 1]);
+      }
+    }
+    if (next >= n_items) break;
+    item = next;
+  }
+}
+
+}  // namespace moe::cuda::wgmma_gemm
