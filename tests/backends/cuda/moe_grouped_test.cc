@@ -5,7 +5,9 @@
 // tolerance.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <sstream>
 
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
 #include "backends/cuda/moe_config/moe_config.h"
@@ -78,8 +80,7 @@ class MoeGroupedTest : public ::testing::Test {
   enum class Routing { kRandom, kOne };
 
   void check(Fmt f, int64_t T, int64_t D, int64_t I, int64_t E, int64_t K,
-             Routing r = Routing::kRandom, int nb = 0, bool pipelined = false, bool tc = false,
-             bool wgmma = false, int hybrid_min = 0) {
+             Routing r = Routing::kRandom, std::optional<GroupedLaunch> launch = std::nullopt) {
     std::vector<Mat> mats;
     std::vector<ops::ExpertWeights> ew_h, ew_d;
     mats.reserve(3 * E);
@@ -106,25 +107,20 @@ class MoeGroupedTest : public ::testing::Test {
     ref_.moe_experts(want.view(), x.view(), ids_h.view(), wts.view(), ew_h);
     TensorView y = dev_->poisoned({T, D}, DType::kF32);
     TensorView xd = dev_->to_device(x), idd = dev_->to_device(ids_h), wd = dev_->to_device(wts);
-    if (nb == 0) {
+    if (!launch) {
       ops_->moe_experts(y, xd, idd, wd, ew_d);
-    } else {  // an explicit tile width through the launcher
+    } else {  // an explicit launch (tile width, kernel) through the launcher
       auto ge = std::make_unique<GroupedExperts>();
       std::string why;
       ASSERT_TRUE(resolve_grouped_experts(ew_d, D, ge.get(), &why)) << why;
-      GroupedLaunch l;
-      l.nb = nb;
-      l.pipelined = pipelined;
-      l.tc = tc;
-      l.wgmma = wgmma;
-      l.wgmma_min_tokens = hybrid_min;
+      GroupedLaunch l = *launch;
       l.sm_count = ops_->device().sm_count;
       const int64_t TK = T * K;
       GroupedScratch s;
       s.xa = dev_->poisoned({T, D}, DType::kF32).raw();  // f32 poison is big enough for 16-bit
       s.sorted_slot = dev_->poisoned({TK}, DType::kI32).data<int32_t>();
       s.tiles =
-          dev_->poisoned({grouped_max_tiles(T, K, E, 8 * nb), 4}, DType::kI32).data<int32_t>();
+          dev_->poisoned({grouped_max_tiles(T, K, E, 8 * l.nb), 4}, DType::kI32).data<int32_t>();
       s.num_tiles = dev_->poisoned({2}, DType::kI32).data<int32_t>();
       s.h = dev_->poisoned({TK, I}, DType::kF32).raw();
       s.out = dev_->poisoned({TK, D}, DType::kF32).data<float>();
@@ -132,9 +128,12 @@ class MoeGroupedTest : public ::testing::Test {
                           wd.data<float>(), K, T, K, s, l, ops_->stream());
     }
     const double err = rel_error(dev_->to_host(y), want);
+    std::ostringstream how;
+    if (launch)
+      how << " nb " << launch->nb << " pipelined " << launch->pipelined << " tc " << launch->tc
+          << " wgmma " << launch->wgmma << " hybrid " << launch->wgmma_min_tokens;
     EXPECT_LE(err, kTolGrouped) << name(f) << " T " << T << " D " << D << " I " << I << " E " << E
-                                << " K " << K << " nb " << nb << " pipelined " << pipelined
-                                << " tc " << tc << " wgmma " << wgmma << " hybrid " << hybrid_min;
+                                << " K " << K << how.str();
   }
 
   ThreadPool pool_{8};
@@ -144,6 +143,7 @@ class MoeGroupedTest : public ::testing::Test {
 };
 
 const Fmt kFmts[] = {Fmt::kBf16, Fmt::kFp8, Fmt::kNvfp4};
+using Launch = GroupedLaunch;  // check(..., Launch{.nb = 2, ...}): an explicit launch
 
 TEST_F(MoeGroupedTest, RandomRoutingOverTokenCounts) {
   for (Fmt f : kFmts)
@@ -172,9 +172,10 @@ TEST_F(MoeGroupedTest, EveryTileWidth) {
     for (int nb : {1, 2, 4, 8})
       for (bool pipe : {false, true}) {
         if (nb == 8 && f != Fmt::kBf16) continue;
-        check(f, 45, 384, 256, 8, 4, Routing::kRandom, nb, pipe);
-        check(f, 200, 128, 128, 4, 2, Routing::kOne, nb, pipe);
-        check(f, 9, 640, 384, 8, 2, Routing::kRandom, nb, pipe);  // remainder k-steps
+        check(f, 45, 384, 256, 8, 4, Routing::kRandom, Launch{.nb = nb, .pipelined = pipe});
+        check(f, 200, 128, 128, 4, 2, Routing::kOne, Launch{.nb = nb, .pipelined = pipe});
+        check(f, 9, 640, 384, 8, 2, Routing::kRandom,
+              Launch{.nb = nb, .pipelined = pipe});  // remainder k-steps
       }
 }
 
@@ -183,8 +184,8 @@ TEST_F(MoeGroupedTest, EveryTileWidth) {
 TEST_F(MoeGroupedTest, PipelinedAcrossItems) {
   for (Fmt f : kFmts)
     for (int nb : {1, 2, 4}) {
-      check(f, 1500, 256, 256, 8, 2, Routing::kRandom, nb, true);
-      check(f, 700, 384, 128, 16, 4, Routing::kRandom, nb, true);
+      check(f, 1500, 256, 256, 8, 2, Routing::kRandom, Launch{.nb = nb, .pipelined = true});
+      check(f, 700, 384, 128, 16, 4, Routing::kRandom, Launch{.nb = nb, .pipelined = true});
     }
 }
 
@@ -194,13 +195,16 @@ TEST_F(MoeGroupedTest, PipelinedAcrossItems) {
 TEST_F(MoeGroupedTest, TensorCoreTileGemm) {
   for (int nb : {8, 16}) {
     for (int64_t T : {1, 7, 45, 129, 300, 1000})
-      check(Fmt::kBf16, T, 256, 128, 8, 2, Routing::kRandom, nb, false, true);
-    check(Fmt::kBf16, 300, 128, 128, 8, 1, Routing::kOne, nb, false, true);  // 128+128+44
-    check(Fmt::kBf16, 77, 384, 256, 8, 3, Routing::kOne, nb, false, true);
-    check(Fmt::kBf16, 3, 256, 128, 64, 2, Routing::kRandom, nb, false, true);     // most empty
-    check(Fmt::kBf16, 3000, 384, 256, 64, 4, Routing::kRandom, nb, false, true);  // > 264 items
-    check(Fmt::kBf16, 200, 640, 384, 4, 2, Routing::kRandom, nb, false, true);
-    check(Fmt::kBf16, 400, 768, 512, 4, 2, Routing::kRandom, nb, false, true);
+      check(Fmt::kBf16, T, 256, 128, 8, 2, Routing::kRandom, Launch{.nb = nb, .tc = true});
+    check(Fmt::kBf16, 300, 128, 128, 8, 1, Routing::kOne,
+          Launch{.nb = nb, .tc = true});  // 128+128+44
+    check(Fmt::kBf16, 77, 384, 256, 8, 3, Routing::kOne, Launch{.nb = nb, .tc = true});
+    check(Fmt::kBf16, 3, 256, 128, 64, 2, Routing::kRandom,
+          Launch{.nb = nb, .tc = true});  // most empty
+    check(Fmt::kBf16, 3000, 384, 256, 64, 4, Routing::kRandom,
+          Launch{.nb = nb, .tc = true});  // > 264 items
+    check(Fmt::kBf16, 200, 640, 384, 4, 2, Routing::kRandom, Launch{.nb = nb, .tc = true});
+    check(Fmt::kBf16, 400, 768, 512, 4, 2, Routing::kRandom, Launch{.nb = nb, .tc = true});
   }
 }
 
@@ -212,14 +216,14 @@ TEST_F(MoeGroupedTest, WarpgroupMmaTileGemm) {
     GTEST_SKIP() << "wgmma needs sm_90";
   for (Fmt f : kFmts) {
     for (int64_t T : {1, 7, 45, 129, 300, 1000})
-      check(f, T, 256, 128, 8, 2, Routing::kRandom, 16, false, true, true);
-    check(f, 300, 128, 128, 8, 1, Routing::kOne, 16, false, true, true);
-    check(f, 77, 384, 256, 8, 3, Routing::kOne, 16, false, true, true);
-    check(f, 3, 256, 128, 64, 2, Routing::kRandom, 16, false, true, true);
-    check(f, 3000, 384, 256, 64, 4, Routing::kRandom, 16, false, true, true);
-    check(f, 200, 640, 384, 4, 2, Routing::kRandom, 16, false, true, true);
-    check(f, 400, 768, 512, 4, 2, Routing::kRandom, 16, false, true, true);
-    check(f, 2500, 640, 640, 4, 2, Routing::kRandom, 16, false, true, true);
+      check(f, T, 256, 128, 8, 2, Routing::kRandom, Launch{.nb = 16, .tc = true, .wgmma = true});
+    check(f, 300, 128, 128, 8, 1, Routing::kOne, Launch{.nb = 16, .tc = true, .wgmma = true});
+    check(f, 77, 384, 256, 8, 3, Routing::kOne, Launch{.nb = 16, .tc = true, .wgmma = true});
+    check(f, 3, 256, 128, 64, 2, Routing::kRandom, Launch{.nb = 16, .tc = true, .wgmma = true});
+    check(f, 3000, 384, 256, 64, 4, Routing::kRandom, Launch{.nb = 16, .tc = true, .wgmma = true});
+    check(f, 200, 640, 384, 4, 2, Routing::kRandom, Launch{.nb = 16, .tc = true, .wgmma = true});
+    check(f, 400, 768, 512, 4, 2, Routing::kRandom, Launch{.nb = 16, .tc = true, .wgmma = true});
+    check(f, 2500, 640, 640, 4, 2, Routing::kRandom, Launch{.nb = 16, .tc = true, .wgmma = true});
   }
 }
 
@@ -230,26 +234,27 @@ TEST_F(MoeGroupedTest, WarpgroupMmaSmall) {
   if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
     GTEST_SKIP() << "wgmma needs sm_90";
   for (Fmt f : kFmts) {
-    check(f, 300, 256, 128, 8, 2, Routing::kRandom, 16, false, true, true);
-    check(f, 45, 640, 384, 4, 2, Routing::kRandom, 16, false, true, true);
-    check(f, 200, 256, 128, 8, 2, Routing::kOne, 2, false, false, false, 40);
+    check(f, 300, 256, 128, 8, 2, Routing::kRandom, Launch{.nb = 16, .tc = true, .wgmma = true});
+    check(f, 45, 640, 384, 4, 2, Routing::kRandom, Launch{.nb = 16, .tc = true, .wgmma = true});
+    check(f, 200, 256, 128, 8, 2, Routing::kOne, Launch{.nb = 2, .wgmma_min_tokens = 40});
   }
 }
 
-// The hybrid launch: experts with at least hybrid_min tokens go to the warpgroup-MMA GEMM (big
-// tiles list), the others to the streaming GEMM, in one grouping: thresholds below, between and
-// above the per-expert counts, every token on one expert, and T below the threshold (no launch).
+// The hybrid launch: experts with at least wgmma_min_tokens tokens go to the warpgroup-MMA GEMM
+// (big tiles list), the others to the streaming GEMM, in one grouping: thresholds below, between
+// and above the per-expert counts, every token on one expert, and T below the threshold (no
+// launch).
 TEST_F(MoeGroupedTest, HybridSplitsExpertsByTokenCount) {
   if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
     GTEST_SKIP() << "wgmma needs sm_90";
   for (Fmt f : kFmts)
     for (int nb : {1, 2}) {
       for (int hmin : {1, 60, 80, 400}) {  // 300 tokens x 2 over 8 experts: ~75 each
-        check(f, 300, 256, 128, 8, 2, Routing::kRandom, nb, false, false, false, hmin);
+        check(f, 300, 256, 128, 8, 2, Routing::kRandom, Launch{.nb = nb, .wgmma_min_tokens = hmin});
       }
-      check(f, 300, 384, 256, 8, 1, Routing::kOne, nb, false, false, false, 32);
-      check(f, 1000, 256, 128, 64, 3, Routing::kRandom, nb, false, false, false, 48);
-      check(f, 20, 256, 128, 8, 2, Routing::kRandom, nb, false, false, false, 32);
+      check(f, 300, 384, 256, 8, 1, Routing::kOne, Launch{.nb = nb, .wgmma_min_tokens = 32});
+      check(f, 1000, 256, 128, 64, 3, Routing::kRandom, Launch{.nb = nb, .wgmma_min_tokens = 48});
+      check(f, 20, 256, 128, 8, 2, Routing::kRandom, Launch{.nb = nb, .wgmma_min_tokens = 32});
     }
 }
 

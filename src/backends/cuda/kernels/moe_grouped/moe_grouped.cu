@@ -4,19 +4,10 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.cuh"
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_launch.h"
 
 namespace moe::cuda {
 namespace {
-
-template <typename Kernel>
-int ctas_per_sm(Kernel k, int threads, int64_t smem, int wanted) {
-  int occ = 0;
-  MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, threads, smem),
-                 "moe_gemm occupancy");
-  MOE_CHECK(occ >= 1) << "moe_gemm: a CTA of " << threads << " threads and " << smem
-                      << " B of shared memory does not fit on an SM";
-  return std::min(occ, std::max(wanted, 1));
-}
 
 // The cp.async pipeline copies nvfp4 scales in 4-byte words: every scale matrix must be 4-byte
 // aligned (rows are Kd/16 bytes, a multiple of 8); otherwise the register-streaming kernel runs.
@@ -34,18 +25,14 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
   MOE_CHECK(threads >= 32 && threads <= grouped::kGemmMaxThreads)
       << "moe_gemm: " << l.warps_per_cta << " warps per CTA (supported: 1.."
       << grouped::kGemmMaxThreads / 32 << ")";
-  auto go = [&](auto k, int64_t smem) {
-    if (smem > 0)
-      MOE_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(smem)),
-                     "moe_gemm shared memory");
-    const int grid = l.sm_count * ctas_per_sm(k, threads, smem, l.ctas_per_sm);
-    k<<<grid, threads, smem, stream>>>(p);
+  const char* name = p.gate_up ? "moe_grouped/gate_up" : "moe_grouped/down";
+  auto go = [&](auto k, int smem) {
+    launch_persistent(k, p, threads, smem, l.sm_count, l.ctas_per_sm, name, stream);
   };
   bool pipe = false;
   if constexpr (NB != 8) {  // 64-token tiles (BF16 only) run the register-streaming kernel
     pipe = l.pipelined && pipe_aligned(p);
-    const int64_t smem = int64_t{l.warps_per_cta} * kGroupedPipeWarpBytes;
+    const int smem = l.warps_per_cta * kGroupedPipeWarpBytes;
     if (pipe)
       p.gate_up ? go(grouped::moe_gemm_pipe_kernel<F, NB, true>, smem)
                 : go(grouped::moe_gemm_pipe_kernel<F, NB, false>, smem);
@@ -53,7 +40,6 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
   if (!pipe)
     p.gate_up ? go(grouped::moe_gemm_kernel<F, NB, true>, 0)
               : go(grouped::moe_gemm_kernel<F, NB, false>, 0);
-  MOE_CUDA_CHECK_LAUNCH(p.gate_up ? "moe_grouped/gate_up" : "moe_grouped/down");
 }
 
 template <GroupedFmt F>

@@ -150,42 +150,37 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     gp.num_big = s.num_tiles + 1;
   }
   launch_moe_group(gp, stream);
-  GroupedLaunch lb = l;  // the big tiles' launch
-  lb.tc = lb.wgmma = true;
+
+  // Each GEMM: the configured kernel over `tiles`; with the hybrid also the warpgroup-MMA kernel
+  // over the big tiles' list.
+  GroupedLaunch lb = l;
   lb.nb = kGroupedBigTile / 8;
-  lb.ctas_per_sm = 1;
   lb.warps_per_cta = 8;
+  lb.ctas_per_sm = 1;
   lb.pipelined = false;
-
+  lb.tc = lb.wgmma = true;
+  auto gemm = [&](MoeGemmParams& p) {
+    p.K = K;
+    p.sorted_slot = s.sorted_slot;
+    p.tiles = s.tiles;
+    p.num_tiles = s.num_tiles;
+    launch_moe_gemm(p, l, stream);
+    if (hybrid) {
+      p.tiles = gp.big_tiles;
+      p.num_tiles = gp.num_big;
+      launch_moe_gemm(p, lb, stream);
+    }
+  };
   MoeGemmParams p1 = ge.gate_up;
-  p1.K = K;
   p1.act = s.xa;
-  p1.sorted_slot = s.sorted_slot;
-  p1.tiles = s.tiles;
-  p1.num_tiles = s.num_tiles;
   p1.out = s.h;
-  launch_moe_gemm(p1, l, stream);
-  if (hybrid) {
-    p1.tiles = gp.big_tiles;
-    p1.num_tiles = gp.num_big;
-    launch_moe_gemm(p1, lb, stream);
-  }
-
+  gemm(p1);
   MoeGemmParams p2 = ge.down;
-  p2.K = K;
   p2.act = s.h;
-  p2.sorted_slot = s.sorted_slot;
-  p2.tiles = s.tiles;
-  p2.num_tiles = s.num_tiles;
   p2.route_w = route_w;
   p2.route_w_stride = route_w_stride;
   p2.out = s.out;
-  launch_moe_gemm(p2, l, stream);
-  if (hybrid) {
-    p2.tiles = gp.big_tiles;
-    p2.num_tiles = gp.num_big;
-    launch_moe_gemm(p2, lb, stream);
-  }
+  gemm(p2);
 
   launch_moe_combine(y, y_stride, s.out, ids, ids_stride, T, ge.D, K, ge.E, stream);
 }

@@ -1,9 +1,8 @@
-// Launcher of the tensor-core tile GEMM (sm80_moe_tile_gemm.cuh): checks shapes and alignment,
-// maps the token tile (8 * nb) onto the template instances, sizes the persistent grid from the
-// device's occupancy (fixed grid: CUDA-graph capturable; the tile count is read on the device).
-#include <algorithm>
-
+// Launchers of the tile GEMMs (sm80_moe_tile_gemm.cuh, sm90_moe_wgmma_gemm.cuh): check shapes and
+// alignment and map the token tile (8 * nb), format and row block onto the template instances;
+// persistent grids sized from the device's occupancy (moe_grouped_launch.h).
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_launch.h"
 #include "backends/cuda/kernels/moe_grouped/sm80_moe_tile_gemm.cuh"
 #include "backends/cuda/kernels/moe_grouped/sm90_moe_wgmma_gemm.cuh"
 
@@ -15,21 +14,12 @@ bool aligned16(const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0;
 template <int BM>
 void launch_bm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   auto go = [&](auto k) {
-    constexpr int smem = grouped_tile_smem_bytes(BM);
-    MOE_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-                   "moe_tile_gemm shared memory");
-    int occ = 0;
-    MOE_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, tile_gemm::kThreads, smem),
-        "moe_tile_gemm occupancy");
-    MOE_CHECK(occ >= 1) << "moe_tile_gemm: a CTA of " << tile_gemm::kThreads << " threads and "
-                        << smem << " B of shared memory does not fit on an SM";
-    const int grid = l.sm_count * std::min(occ, std::max(l.ctas_per_sm, 1));
-    k<<<grid, tile_gemm::kThreads, smem, stream>>>(p);
+    launch_persistent(k, p, tile_gemm::kThreads, grouped_tile_smem_bytes(BM), l.sm_count,
+                      l.ctas_per_sm,
+                      p.gate_up ? "moe_grouped/tile_gate_up" : "moe_grouped/tile_down", stream);
   };
   p.gate_up ? go(tile_gemm::moe_tile_gemm_kernel<BM, true>)
             : go(tile_gemm::moe_tile_gemm_kernel<BM, false>);
-  MOE_CUDA_CHECK_LAUNCH(p.gate_up ? "moe_grouped/tile_gate_up" : "moe_grouped/tile_down");
 }
 
 // The warpgroup-MMA kernel: 256 weight rows per CTA (gate_up: 128 gate + 128 up, N % 128); down
@@ -37,24 +27,15 @@ void launch_bm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
 template <GroupedFmt F, int BN>
 void launch_wgmma_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   auto go = [&](auto k) {
-    constexpr int smem = wgmma_gemm::kSmemBytes<BN>;
-    MOE_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-                   "moe_wgmma_gemm shared memory");
-    int occ = 0;
-    MOE_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, wgmma_gemm::kThreads, smem),
-        "moe_wgmma_gemm occupancy");
-    MOE_CHECK(occ >= 1) << "moe_wgmma_gemm: a CTA of " << wgmma_gemm::kThreads << " threads and "
-                        << smem << " B of shared memory does not fit on an SM";
-    k<<<l.sm_count * std::min(occ, std::max(l.ctas_per_sm, 1)), wgmma_gemm::kThreads, smem,
-        stream>>>(p);
+    launch_persistent(k, p, wgmma_gemm::kThreads, wgmma_gemm::kSmemBytes<BN>, l.sm_count,
+                      l.ctas_per_sm,
+                      p.gate_up ? "moe_grouped/wgmma_gate_up" : "moe_grouped/wgmma_down", stream);
   };
   if constexpr (BN == 256)
     p.gate_up ? go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, true>)
               : go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, false>);
   else
     go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, false>);
-  MOE_CUDA_CHECK_LAUNCH(p.gate_up ? "moe_grouped/wgmma_gate_up" : "moe_grouped/wgmma_down");
 }
 
 template <GroupedFmt F>
