@@ -17,9 +17,13 @@
 // the EP rows). Peak for %: 4.8 TB/s (H200 datasheet).
 // Usage: moe_bench [--fmt bf16,fp8,nvfp4] [--shape glm5,dsv3,glm5-tp8,glm5-ep8,dsv3-tp8,dsv3-ep8]
 //                  [--routing uniform,zipf1,zipf1.5,hot8] [--tokens 1,4,8,...,4096,8192]
-//                  [--iters N] [--routing-dir DIR] [--json FILE] [--nb N] [--sweep 1]
+//                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
+//                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
-// width, pipelining) and reports the best next to the heuristic's time (heur_us).
+// width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
+// (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
+// --nb / --warps / --ctas / --pipe override the heuristic's choice (a forced configuration that
+// does not fit the device is skipped with a message).
 // --routing-dir writes routing_<shape>_<routing>_T<T>.bin: int32 [rows, K] of the ids the
 // kernels see (EP: [rows, 1] local ids) for bench/moe/moe_vs_torch.py.
 #include <cuda_runtime.h>
@@ -230,8 +234,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> fmts = {"bf16", "fp8", "nvfp4"}, shapes = {"glm5", "dsv3"},
                            routings = {"uniform"};
   std::vector<int64_t> tokens = {1, 4, 8, 32, 64, 128, 256};
-  int iters = 30, force_nb = 0;
-  bool sweep = false;
+  int iters = 30, force_nb = 0, force_warps = 0, force_ctas = 0, force_pipe = -1;
+  int sweep = 0;
   std::string routing_dir, json_path;
   for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
@@ -257,8 +261,14 @@ int main(int argc, char** argv) {
       json_path = v;
     else if (a == "--nb")
       force_nb = std::atoi(v.c_str());
+    else if (a == "--warps")
+      force_warps = std::atoi(v.c_str());
+    else if (a == "--ctas")
+      force_ctas = std::atoi(v.c_str());
+    else if (a == "--pipe")
+      force_pipe = std::atoi(v.c_str());
     else if (a == "--sweep")
-      sweep = v == "1";
+      sweep = std::atoi(v.c_str());
     else {
       std::fprintf(stderr, "unknown flag %s\n", a.c_str());
       return 2;
@@ -351,11 +361,19 @@ int main(int argc, char** argv) {
           std::vector<MoeKernelConfig> cands;
           if (sweep) {
             for (const auto& c : moe_candidate_configs(ms, lim))
-              if (c.warps_per_cta == 8 && c.ctas_per_sm == 1) cands.push_back(c);
+              if (sweep >= 2 || (c.warps_per_cta == 8 && c.ctas_per_sm == 1)) cands.push_back(c);
             if (std::find(cands.begin(), cands.end(), heur) == cands.end()) cands.push_back(heur);
           } else {
-            cands.push_back(heur);
-            if (force_nb) cands.back().nb = force_nb;
+            MoeKernelConfig c = heur;
+            if (force_nb) c.nb = force_nb;
+            if (force_warps) c.warps_per_cta = force_warps;
+            if (force_ctas) c.ctas_per_sm = force_ctas;
+            if (force_pipe >= 0) c.pipelined = force_pipe == 1;
+            if (!moe_config_fits(c, L.fmt, lim)) {
+              std::fprintf(stderr, "forced configuration does not fit this device; skipped\n");
+              continue;
+            }
+            cands.push_back(c);
           }
           const int64_t mt = grouped_max_tiles(R, K, sh.E, 8);  // the widest need: 8-token tiles
           float *x, *y, *w, *out;
@@ -410,9 +428,11 @@ int main(int argc, char** argv) {
             if (cfg == heur) heur_us = us;
             if (sweep)
               std::printf(
-                  "  sweep %s %s %s T %lld nb %d pipe %d tc %d wgmma %d ctas/SM %d: %.1f us\n",
+                  "  sweep %s %s %s T %lld nb %d pipe %d tc %d wgmma %d warps %d ctas/SM %d: %.1f "
+                  "us\n",
                   sname.c_str(), rname.c_str(), fname.c_str(), static_cast<long long>(T), cfg.nb,
-                  cfg.pipelined ? 1 : 0, cfg.tc ? 1 : 0, cfg.wgmma ? 1 : 0, cfg.ctas_per_sm, us);
+                  cfg.pipelined ? 1 : 0, cfg.tc ? 1 : 0, cfg.wgmma ? 1 : 0, cfg.warps_per_cta,
+                  cfg.ctas_per_sm, us);
             for (auto& e : ev) CK(cudaEventDestroy(e));
             CK(cudaGraphExecDestroy(exec));
             CK(cudaGraphDestroy(graph));

@@ -147,6 +147,27 @@ TEST(MoeConfig, HeuristicTileGrowsWithTokensPerExpert) {
   EXPECT_EQ(moe_heuristic_config({8192, 6144, 2048, 256, 8, GroupedFmt::kBf16}, lim).nb, 16);
 }
 
+// NVFP4 decode sizes take the cp.async ring with 16 warps per SM (two 8-warp CTAs) where two
+// rings fit (sm_90: 2 x 96 KB); where they do not (sm_120's 99 KB) a fitting configuration.
+// BF16 and FP8 keep register streaming.
+TEST(MoeConfig, HeuristicNvfp4TakesTheCpAsyncRing) {
+  const MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
+  for (int64_t T : {8, 64, 256}) {
+    const MoeShape s{T, 6144, 2048, 256, 8, GroupedFmt::kNvfp4};
+    const MoeKernelConfig h = moe_heuristic_config(s, sm90);
+    EXPECT_TRUE(h.pipelined) << T;
+    EXPECT_EQ(h.warps_per_cta * h.ctas_per_sm, 16) << T;
+    EXPECT_EQ(h.nb, T <= 64 ? 1 : 2) << T;
+    EXPECT_TRUE(moe_config_fits(h, s.fmt, sm90));
+    const MoeKernelConfig h120 = moe_heuristic_config(s, sm120);
+    EXPECT_TRUE(moe_config_fits(h120, s.fmt, sm120)) << T;
+    EXPECT_LE(h120.smem_bytes() * h120.ctas_per_sm, sm120.smem_per_block_optin) << T;
+    for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block})
+      EXPECT_FALSE(moe_heuristic_config({T, 6144, 2048, 256, 8, f}, sm90).pipelined)
+          << moe_fmt_name(f) << " " << T;
+  }
+}
+
 TEST(MoeConfig, TuneCacheRoundTripAndFallback) {
   const DeviceInfo h200 = device("NVIDIA H200", 9, 0, 232448, 132);
   const MoeShape s{100, 6144, 2048, 256, 8, GroupedFmt::kFp8Block};

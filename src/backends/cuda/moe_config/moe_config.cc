@@ -21,9 +21,9 @@ int MoeKernelConfig::regs_per_thread(GroupedFmt f) const {
       case GroupedFmt::kBf16:
         return nb <= 1 ? 80 : nb == 2 ? 96 : 128;
       case GroupedFmt::kFp8Block:
-        return nb <= 1 ? 104 : nb == 2 ? 144 : 208;
+        return nb <= 1 ? 104 : nb == 2 ? 128 : 176;
       case GroupedFmt::kNvfp4:
-        return nb <= 1 ? 120 : nb == 2 ? 168 : 248;
+        return nb <= 1 ? 120 : nb == 2 ? 128 : 184;
     }
   }
   switch (f) {  // moe_gemm_kernel
@@ -111,9 +111,7 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   // Expected tokens per expert (T*K/E). Measured on the H200 (docs/perf.md, sweep of 2026-11-30):
   // 8-token tiles win up to ~4 tokens per expert (BF16: ~2), 16-token tiles up to ~16 (an
   // expert with more tokens takes a second tile and re-reads its weights, cheaper than wider
-  // tiles' register pressure). Pipelined (the cp.async ring) stays off: its one-step-per-group
-  // form lost to register streaming everywhere but NVFP4 T <= 4 (sweeps of 2026-11-30); the
-  // grouped form is correct (tests) but not yet measured.
+  // tiles' register pressure).
   const double mean = s.E > 0 ? static_cast<double>(s.T * s.K) / static_cast<double>(s.E) : 1;
   const bool bf16 = s.fmt == GroupedFmt::kBf16;
   MoeKernelConfig c;
@@ -122,6 +120,15 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   c.warps_per_cta = 8;
   c.ctas_per_sm = 1;
   c.pipelined = false;
+  // NVFP4 is bound by its dequantization's instructions and latency, not by HBM: the cp.async
+  // ring with 16 warps per SM (2 CTAs) beats register streaming with 8 or 12 by 10-25% (H200
+  // sweep of 2026-11-30, docs/perf.md: glm5 T 8 / 64 / 256 382 / 1441 / 2254 us against 446 /
+  // 1650 / 2310 for the best streaming configuration). BF16 and FP8 gain at most 1-3% from it
+  // (within the run-to-run spread) and keep register streaming.
+  if (s.fmt == GroupedFmt::kNvfp4 && c.nb <= 2) {
+    const MoeKernelConfig piped{c.nb, 8, 2, true};
+    if (moe_config_fits(piped, s.fmt, lim)) c = piped;
+  }
   while (!moe_config_fits(c, s.fmt, lim) && c.nb > 1) c.nb /= 2;
   if (!moe_config_fits(c, s.fmt, lim)) c.warps_per_cta = 4;
   // Many tokens per expert: the tensor-core tile GEMM (BF16); 128-token tiles with two CTAs per

@@ -11,10 +11,10 @@
 // memory; the persistent grid gives every warp items round-robin, so the weights of each touched
 // expert are read once per token tile. Weight formats are dequantized in registers:
 //   BF16: as is (bf16 mma). FP8: cvt e4m3x2 -> f16x2 (exact), block scale applied to the f32
-//   partial sum of each 128-k block. NVFP4: nibbles -> e4m3 bytes (value * 2^-6) -> f16x2,
-//   times (fp8 scale * 64) in f16 (exact: <= 5 significant bits), global scale in the epilogue.
-//   NVFP4 activations are stored in k order [0,2,4,6,1,3,5,7] per group of 8 (act_index) so
-//   that one 16-byte load matches the pairs the nibble unpacking produces.
+//   partial sum of each 128-k block. NVFP4: nibble bits placed into f16 bits (value * 2^-14,
+//   shifts and masks only), times (fp8 scale * 2^7) in f16 (exact), global scale * 2^7 in the
+//   epilogue. NVFP4 activations are stored in k order [0,4,2,6,1,5,3,7] per group of 8
+//   (act_index) so that one 16-byte load matches the pairs the nibble unpacking produces.
 // NOTE: FP8/NVFP4 use F16 activations, saturated to +-65504 (inputs of MoE layers are post-norm).
 #pragma once
 
@@ -37,21 +37,14 @@ constexpr int kGemmMaxThreads = 256;
 template <int NB>
 constexpr int kUnroll = NB >= 4 ? 2 : 4;
 
-// Shared-memory pipeline (moe_gemm_pipe_kernel): k-steps in a warp's ring, bytes per step.
+// Shared-memory pipeline (moe_gemm_pipe_kernel): k-steps in a warp's ring, bytes per step
+// (moe_grouped.h).
 template <GroupedFmt F>
-constexpr int kPipeBatch = F == GroupedFmt::kNvfp4 ? 3 : 4;  // k-steps per cp.async group
+constexpr int kPipeBatch = grouped_pipe_batch(F);  // k-steps per cp.async group
 template <GroupedFmt F>
-constexpr int kPipeStages = 3 * kPipeBatch<F>;
+constexpr int kPipeStages = grouped_pipe_stages(F);
 template <GroupedFmt F>
-constexpr int kPipeStepBytes = F == GroupedFmt::kNvfp4 ? 2560 : 2048;
-static_assert(kPipeStages<GroupedFmt::kNvfp4> == grouped_pipe_stages(GroupedFmt::kNvfp4) &&
-              kPipeStages<GroupedFmt::kBf16> == grouped_pipe_stages(GroupedFmt::kBf16) &&
-              kPipeStepBytes<GroupedFmt::kNvfp4> == grouped_pipe_step_bytes(GroupedFmt::kNvfp4) &&
-              kPipeStepBytes<GroupedFmt::kBf16> == grouped_pipe_step_bytes(GroupedFmt::kBf16) &&
-              kPipeStages<GroupedFmt::kNvfp4> * kPipeStepBytes<GroupedFmt::kNvfp4> <=
-                  kGroupedPipeWarpBytes &&
-              kPipeStages<GroupedFmt::kBf16> * kPipeStepBytes<GroupedFmt::kBf16> <=
-                  kGroupedPipeWarpBytes);
+constexpr int kPipeStepBytes = grouped_pipe_step_bytes(F);
 
 // Weight formats, dequantization and activation helpers: moe_grouped_common.cuh.
 
@@ -279,8 +272,8 @@ __device__ __forceinline__ void epilogue(const MoeGemmParams& p, const Item<NB>&
                                          const float (&acc)[2][NB][4], int g, int c) {
   float gsc[2] = {1.f, 1.f};
   if constexpr (F == GroupedFmt::kNvfp4) {
-    gsc[0] = p.gs[0][it.e];
-    gsc[1] = GU ? p.gs[1][it.e] : p.gs[0][it.e];
+    gsc[0] = p.gs[0][it.e] * kNvfp4Unscale;
+    gsc[1] = (GU ? p.gs[1][it.e] : p.gs[0][it.e]) * kNvfp4Unscale;
   }
   const bool f16 = F != GroupedFmt::kBf16;
   if constexpr (GU) {
@@ -387,17 +380,21 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
 }
 
 // Shared-memory pipeline: every warp owns a ring of kS k-steps in shared memory, filled in groups
-// of kB steps, and keeps two groups of cp.async weight (and nvfp4 scale) copies in flight, across
-// item boundaries (the loader runs ahead through the warp's items), so the HBM stream never
-// drains and costs no registers. Each lane reads back only the bytes it copied itself: the
-// per-thread cp.async.wait_group is the only synchronisation. A stage: [4 (matrix, half)][32 lanes]
-// x 16 weight bytes, then [4][32] x 4 bytes holding the lane's 2 nvfp4 scale bytes.
+// of kB steps, and keeps all groups but one of cp.async weight (and nvfp4 scale) copies in
+// flight, across item boundaries (the loader runs ahead through the warp's items), so the HBM
+// stream never drains and costs no registers. Each lane reads back only the bytes it copied
+// itself: the per-thread cp.async.wait_group is the only synchronisation. A stage: [4 (matrix,
+// half)][32 lanes] x 16 weight bytes, then [4][32] x 4 bytes holding the lane's 2 nvfp4 scale
+// bytes. The loader keeps running source pointers (one add per copy and step).
 template <GroupedFmt F, int NB, bool GU>
-__global__ void __launch_bounds__(kGemmMaxThreads, 1)
+__global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     moe_gemm_pipe_kernel(const __grid_constant__ MoeGemmParams p) {
   using Tr = Fmt<F>;
   constexpr int kB = kPipeBatch<F>, kS = kPipeStages<F>, kStepBytes = kPipeStepBytes<F>;
   constexpr int kGroups = kS / kB;
+  // Activations of the next step are loaded one step ahead with one token column; with more the
+  // registers go to a second CTA per SM instead (their loads overlap the step's dequantization).
+  constexpr bool kPrefetchAct = NB == 1;
   extern __shared__ uint4 smem[];
   const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int wpb = blockDim.x >> 5;
@@ -407,10 +404,10 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
   const int64_t nsteps = p.Kd / Tr::kStepK;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * wpb + (threadIdx.x >> 5);
   const uint4* ring = smem + (threadIdx.x >> 5) * (kGroupedPipeWarpBytes / 16);
-  const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+  const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + lane * 16;
 
-  // Loader cursor: item li, k-step lks, and this lane's source rows.
-  int64_t li = first, lks = 0;
+  // Loader cursor: item li, steps left in it, this lane's source rows at the next step.
+  int64_t li = first, lleft = nsteps;
   const uint8_t* lw[2][2];
   const uint8_t* ls[2][2];
   auto aim = [&](int64_t item) {
@@ -435,20 +432,22 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
       for (int t = 0; t < 2; ++t)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int slot = (t * 2 + h) * 32 + lane;
-          cp_async16_l2(dst + slot * 16, lw[t][h] + lks * 64);
-          if constexpr (F == GroupedFmt::kNvfp4)
-            cp_async4(dst + 2048 + slot * 4, ls[t][h] + lks * 8);
+          cp_async16_l2(dst + (t * 2 + h) * 512, lw[t][h]);
+          lw[t][h] += 64;
+          if constexpr (F == GroupedFmt::kNvfp4) {
+            cp_async4(dst + 2048 - lane * 12 + (t * 2 + h) * 128, ls[t][h]);
+            ls[t][h] += 8;
+          }
         }
-      if (++lks == nsteps) {
-        lks = 0;
+      if (--lleft == 0) {
+        lleft = nsteps;
         li += warps_total;
         if (li < n_items) aim(li);
       }
     }
   };
-  // One cp.async group = kB consecutive steps (a row's bytes requested back to back); groups past
-  // the last item are empty, which keeps the group count uniform.
+  // One cp.async group = kB consecutive steps; groups past the last item are empty, which keeps
+  // the group count uniform.
   auto issue_group = [&](int stage0) {
 #pragma unroll
     for (int j = 0; j < kB; ++j) issue_step(stage0 + j);
@@ -462,10 +461,13 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
     const Item<NB> it = make_item<F, NB, GU>(p, item, row_blocks, g, c);
     float acc[2][NB][4] = {};
     float tacc[2][NB][4] = {};
-    ActRegs<F, NB> X, Xn;
-    load_act<F, NB>(it, 0, X);
-    for (int64_t ks = 0; ks < nsteps; ++ks) {
-      load_act<F, NB>(it, ks + 1 < nsteps ? ks + 1 : ks, Xn);
+    // One k-step: prefetch the next step's activations into Xn, compute with X (two call sites
+    // with the buffers swapped, so no register copies).
+    auto step = [&](int64_t ks, ActRegs<F, NB>& X, ActRegs<F, NB>& Xn) {
+      if constexpr (kPrefetchAct)
+        load_act<F, NB>(it, ks + 1 < nsteps ? ks + 1 : ks, Xn);
+      else
+        load_act<F, NB>(it, ks, X);
       if (stage % kB == 0) {  // first step of a group: wait for it, refill the group used last
         cp_async_wait<kGroups - 2>();
         issue_group(stage == 0 ? kS - kB : stage - kB);
@@ -480,14 +482,18 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
           const int slot = (t * 2 + h) * 32 + lane;
           W[t][h] = src[slot];
           if constexpr (F == GroupedFmt::kNvfp4)
-            S[t][h] = static_cast<uint16_t>(reinterpret_cast<const uint32_t*>(src + 128)[slot] >>
-                                            ((c & 1) * 16));
+            S[t][h] = reinterpret_cast<const uint16_t*>(src + 128)[2 * slot + (c & 1)];
           else
             S[t][h] = 0;
         }
       compute_step<F, NB, GU>(p, it, ks, X, W, S, acc, tacc);
-      copy_act<F, NB>(X, Xn);
       stage = stage + 1 == kS ? 0 : stage + 1;
+    };
+    ActRegs<F, NB> X0, X1;
+    if constexpr (kPrefetchAct) load_act<F, NB>(it, 0, X0);
+    for (int64_t ks = 0; ks < nsteps; ks += 2) {
+      step(ks, X0, X1);
+      if (ks + 1 < nsteps) step(ks + 1, X1, X0);
     }
     epilogue<F, NB, GU>(p, it, acc, g, c);
   }

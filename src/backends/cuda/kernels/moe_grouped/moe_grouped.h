@@ -26,15 +26,22 @@ enum class GroupedFmt : int {
 
 // Shared-memory pipeline of the grouped GEMMs (pipelined configs). A k-step of one warp is
 // 4 x 32 lanes x 16 weight bytes (+ 4 x 32 x 4 bytes of nvfp4 scales); the ring of a warp holds
-// 3 copy groups of 4 steps (3 for nvfp4), two of them in flight: ~130-200 KB per 8-warp CTA.
+// grouped_pipe_groups copy groups of grouped_pipe_batch steps, all but one in flight.
 constexpr int grouped_pipe_step_bytes(GroupedFmt f) {
   return f == GroupedFmt::kNvfp4 ? 4 * 32 * 16 + 4 * 32 * 4 : 4 * 32 * 16;
 }
-constexpr int grouped_pipe_batch(GroupedFmt f) { return f == GroupedFmt::kNvfp4 ? 3 : 4; }
-constexpr int grouped_pipe_stages(GroupedFmt f) { return 3 * grouped_pipe_batch(f); }
-// Shared memory of one warp's ring: the bound over formats (24,576 B).
-constexpr int kGroupedPipeWarpBytes = 12 * 4 * 32 * 16;
-static_assert(9 * (4 * 32 * 16 + 4 * 32 * 4) <= kGroupedPipeWarpBytes);
+constexpr int grouped_pipe_batch(GroupedFmt f) { return f == GroupedFmt::kNvfp4 ? 1 : 2; }
+constexpr int grouped_pipe_groups(GroupedFmt f) { return f == GroupedFmt::kNvfp4 ? 4 : 3; }
+constexpr int grouped_pipe_stages(GroupedFmt f) {
+  return grouped_pipe_groups(f) * grouped_pipe_batch(f);
+}
+// Shared memory of one warp's ring: the bound over formats (12,288 B).
+constexpr int kGroupedPipeWarpBytes = 6 * 4 * 32 * 16;
+static_assert(grouped_pipe_stages(GroupedFmt::kNvfp4) *
+                      grouped_pipe_step_bytes(GroupedFmt::kNvfp4) <=
+                  kGroupedPipeWarpBytes &&
+              grouped_pipe_stages(GroupedFmt::kBf16) * grouped_pipe_step_bytes(GroupedFmt::kBf16) <=
+                  kGroupedPipeWarpBytes);
 
 // Tensor-core tile GEMM (tc configs, BF16; sm80_moe_tile_gemm.cuh): a CTA of 8 warps computes
 // (tile of 64 or 128 tokens) x (128 weight rows) through a ring of kGroupedTileStages stages of

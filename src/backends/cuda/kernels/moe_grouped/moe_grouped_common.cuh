@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.h"
 
@@ -48,9 +49,27 @@ __device__ __forceinline__ uint32_t u16_to_h2(uint16_t fp8x2) {
   return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
 }
 
+__device__ __forceinline__ __half2 u32_as_h2(uint32_t v) {
+  __half2 h;
+  memcpy(&h, &v, 4);
+  return h;
+}
+__device__ __forceinline__ uint32_t h2_as_u32(__half2 h) {
+  uint32_t v;
+  memcpy(&v, &h, 4);
+  return v;
+}
+
 __device__ __forceinline__ uint32_t hmul2(uint32_t a, uint32_t b) {
   uint32_t d;
   asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+// Bit select in one LOP3: (a & m) | (b & ~m) (the compiler splits the expression in two).
+__device__ __forceinline__ uint32_t bitsel(uint32_t a, uint32_t b, uint32_t m) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xe4;" : "=r"(d) : "r"(a), "r"(b), "r"(m));
   return d;
 }
 
@@ -90,25 +109,39 @@ __device__ __forceinline__ void dequant(const uint4& w, uint16_t sc,
       o[2 * q + 1] = u16_to_h2(static_cast<uint16_t>(ws[q] >> 16));
     }
   } else {
-    // NOTE: measured on the H200 (2026-11-30): an integer-only unpacking (nibble -> f16 bits =
-    // value * 2^-14 by shifts and masks, scale * 2^7) was 1-3% slower than these cvts at
-    // T = 8..256, so the cvt unit is not what limits NVFP4 (docs/moe-kernels.md).
-    const uint32_t s2 = hmul2(u16_to_h2(sc), 0x54005400u);  // (s0, s1) * 64
-    const uint32_t m0 = __byte_perm(s2, 0, 0x1010), m1 = __byte_perm(s2, 0, 0x3232);
+    // e2m1 -> f16 by bit placement alone: sign -> bit 15, (e1 e0 m) -> bits 11..9 is the f16 of
+    // value * 2^-14 (e = 0 lands in the f16 subnormals, so all 16 codes are exact), two values
+    // 16 bits apart per f16x2. Per word v (nibble i = k 8q + i): E = the even nibbles as
+    // {mag 0..2, sign 6} per byte, O = the odd ones as {mag 1..3, sign 7} (one LOP3 each; bits
+    // outside those patterns are don't-care), then one shift and one mask per pair:
+    // (k0, k4) = E << 9, (k2, k6) = E << 1, (k1, k5) = O << 8, (k3, k7) = O.
+    // Times (fp8 block scale * 2^7) in f16: exact (<= 6 significant bits, >= 2^-17); the
+    // epilogues multiply by global scale * kNvfp4Unscale.
+    // NOTE: measured on the H200 (2026-11-30, ncu, gate_up at T 64, 12 warps per SM): the
+    // previous form (nibbles -> e4m3 bytes, 4 cvts to f16x2 per word: 14 integer ops, 12 on the
+    // ALU pipe) kept the ALU pipe 52% busy, this one 42% (the left shifts go to the FMA pipe as
+    // IMAD.SHL); the time was the same there (latency-bound), it counts once the cp.async ring
+    // makes the kernel issue-bound (docs/moe-kernels.md).
+    // (s0, s1) * 128; each half broadcast by the multiply's operand selector (no PRMT).
+    const uint32_t s2 = hmul2(u16_to_h2(sc), 0x58005800u);
+    const __half2 m0 = __low2half2(u32_as_h2(s2)), m1 = __high2half2(u32_as_h2(s2));
+    constexpr uint32_t kM = 0x8e008e00u;
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const uint32_t v = ws[q];
-      // e4m3 byte of nibble n: sign bit 3 -> 7, magnitude bits 0..2 -> 2..4.
-      const uint32_t lo = ((v << 4) & 0x80808080u) | ((v << 2) & 0x1c1c1c1cu);  // k 0,2,4,6
-      const uint32_t hi = (v & 0x80808080u) | ((v >> 2) & 0x1c1c1c1cu);         // k 1,3,5,7
-      const uint32_t m = q < 2 ? m0 : m1;
-      o[4 * q + 0] = hmul2(u16_to_h2(static_cast<uint16_t>(lo & 0xffffu)), m);
-      o[4 * q + 1] = hmul2(u16_to_h2(static_cast<uint16_t>(lo >> 16)), m);
-      o[4 * q + 2] = hmul2(u16_to_h2(static_cast<uint16_t>(hi & 0xffffu)), m);
-      o[4 * q + 3] = hmul2(u16_to_h2(static_cast<uint16_t>(hi >> 16)), m);
+      const uint32_t e = bitsel(v, v << 3, 0x07070707u);
+      const uint32_t od = bitsel(v >> 3, v, 0x0e0e0e0eu);
+      const __half2 m = q < 2 ? m0 : m1;
+      o[4 * q + 0] = h2_as_u32(__hmul2(u32_as_h2((e << 9) & kM), m));
+      o[4 * q + 1] = h2_as_u32(__hmul2(u32_as_h2((e << 1) & kM), m));
+      o[4 * q + 2] = h2_as_u32(__hmul2(u32_as_h2((od << 8) & kM), m));
+      o[4 * q + 3] = h2_as_u32(__hmul2(u32_as_h2(od & kM), m));
     }
   }
 }
+
+// The NVFP4 dequantization above yields value * block scale * 2^-7: epilogues multiply by this.
+constexpr float kNvfp4Unscale = 128.f;
 
 __device__ __forceinline__ uint16_t act_bits(float v, bool f16) {
   if (f16) {
@@ -119,9 +152,10 @@ __device__ __forceinline__ uint16_t act_bits(float v, bool f16) {
 }
 
 // Storage index of activation k: the order in which dequant<F> produces the weight pairs.
-// nvfp4: [0,2,4,6,1,3,5,7] per group of 8; bf16 and fp8: natural.
+// nvfp4: k order [0,4,2,6,1,5,3,7] per group of 8 (an involution, so it is also the storage
+// index of k); bf16 and fp8: natural.
 __host__ __device__ __forceinline__ int64_t act_index(GroupedFmt f, int64_t k) {
-  if (f == GroupedFmt::kNvfp4) return (k & ~int64_t{7}) + (k & 1) * 4 + ((k & 7) >> 1);
+  if (f == GroupedFmt::kNvfp4) return (k & ~int64_t{7}) + (k & 1) * 4 + ((k >> 2) & 1) + (k & 2);
   return k;
 }
 

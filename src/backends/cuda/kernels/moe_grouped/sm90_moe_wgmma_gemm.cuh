@@ -370,8 +370,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     // 8 j + 2 c + (q & 1).
     float gsc[2] = {1.f, 1.f};
     if constexpr (F == GroupedFmt::kNvfp4) {
-      gsc[0] = p.gs[0][done.e];
-      gsc[1] = GU ? p.gs[1][done.e] : p.gs[0][done.e];
+      gsc[0] = p.gs[0][done.e] * grouped::kNvfp4Unscale;
+      gsc[1] = (GU ? p.gs[1][done.e] : p.gs[0][done.e]) * grouped::kNvfp4Unscale;
     }
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
