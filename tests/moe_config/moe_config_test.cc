@@ -147,7 +147,8 @@ TEST(MoeConfig, HeuristicTileGrowsWithTokensPerExpert) {
   EXPECT_EQ(moe_heuristic_config({8192, 6144, 2048, 256, 8, GroupedFmt::kBf16}, lim).nb, 16);
 }
 
-// NVFP4 decode sizes take the cp.async ring with 16 warps per SM (two 8-warp CTAs) where two
+// NVFP4 decode sizes take the cp.async ring with 16 warps per SM (two 8-warp CTAs; 8 warps at
+// T 1, where the items are fewer than the warps) where two
 // rings fit (sm_90: 2 x 96 KB); where they do not (sm_120's 99 KB) a fitting configuration.
 // BF16 and FP8 keep register streaming.
 TEST(MoeConfig, HeuristicNvfp4TakesTheCpAsyncRing) {
@@ -156,7 +157,7 @@ TEST(MoeConfig, HeuristicNvfp4TakesTheCpAsyncRing) {
     const MoeShape s{T, 6144, 2048, 256, 8, GroupedFmt::kNvfp4};
     const MoeKernelConfig h = moe_heuristic_config(s, sm90);
     EXPECT_TRUE(h.pipelined) << T;
-    EXPECT_EQ(h.warps_per_cta * h.ctas_per_sm, 16) << T;
+    EXPECT_EQ(h.warps_per_cta * h.ctas_per_sm, 16) << T;  // items fill 16 warps per SM
     EXPECT_EQ(h.nb, T <= 64 ? 1 : 2) << T;
     EXPECT_TRUE(moe_config_fits(h, s.fmt, sm90));
     const MoeKernelConfig h120 = moe_heuristic_config(s, sm120);
@@ -166,6 +167,11 @@ TEST(MoeConfig, HeuristicNvfp4TakesTheCpAsyncRing) {
       EXPECT_FALSE(moe_heuristic_config({T, 6144, 2048, 256, 8, f}, sm90).pipelined)
           << moe_fmt_name(f) << " " << T;
   }
+  // T 1: 8 experts x 128 gate_up items for 132 x 16 warps: 8 warps per SM.
+  const MoeKernelConfig t1 =
+      moe_heuristic_config({1, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90);
+  EXPECT_TRUE(t1.pipelined);
+  EXPECT_EQ(t1.warps_per_cta * t1.ctas_per_sm, 8);
 }
 
 TEST(MoeConfig, TuneCacheRoundTripAndFallback) {
