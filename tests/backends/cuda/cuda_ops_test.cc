@@ -738,17 +738,28 @@ TEST_F(CudaOpsTest, MlaAttentionNoAttendedKeyGivesZero) {
   }
 }
 
+// Ties (logits on a coarse grid, zero bias) must go to the lower index, as the reference's stable
+// sorts; K beyond the kept groups' experts takes masked (-inf) experts, lowest index first; the
+// largest supported E and n_group.
 TEST_F(CudaOpsTest, MoeRouteGroupedAndFlat) {
   struct Case {
     int64_t E, K, G, topk_group;
     bool norm;
     float scale;
+    bool ties = false;
   };
-  for (const Case& c : {Case{64, 6, 8, 3, true, 2.5f}, Case{8, 3, 4, 2, true, 1.f},
-                        Case{256, 8, 1, 1, false, 1.8f}}) {
+  for (const Case& c :
+       {Case{64, 6, 8, 3, true, 2.5f}, Case{8, 3, 4, 2, true, 1.f}, Case{256, 8, 1, 1, false, 1.8f},
+        Case{256, 8, 1, 1, true, 1.f, true}, Case{64, 6, 8, 3, true, 1.f, true},
+        Case{16, 6, 4, 1, true, 1.f}, Case{1024, 16, 64, 8, true, 2.5f}}) {
     for (int64_t T : kTokensCheap) {
       Tensor logits = randn({T, c.E}, 90 + T, 2.f);
       Tensor bias = randn({c.E}, 91, 0.1f);
+      if (c.ties) {
+        for (int64_t i = 0; i < logits.numel(); ++i)
+          logits.data<float>()[i] = 0.5f * std::round(logits.data<float>()[i]);
+        for (int64_t i = 0; i < c.E; ++i) bias.data<float>()[i] = 0.f;
+      }
       ops::MoeRouteParams rp{c.K, c.G, c.topk_group, c.norm, c.scale};
       Tensor ids_w = Tensor::empty({T, c.K}, DType::kI32),
              w_w = Tensor::empty({T, c.K}, DType::kF32);
@@ -758,8 +769,9 @@ TEST_F(CudaOpsTest, MoeRouteGroupedAndFlat) {
       ops_->moe_route(ids, w, dev_->to_device(logits), dev_->to_device(bias), rp);
       Tensor ids_g = dev_->to_host(ids);
       EXPECT_EQ(0, std::memcmp(ids_g.data<int32_t>(), ids_w.data<int32_t>(), ids_w.nbytes()))
-          << "E " << c.E << " T " << T;
-      EXPECT_LE(rel_error(dev_->to_host(w), w_w), kTolElementwise) << "E " << c.E << " T " << T;
+          << "E " << c.E << " G " << c.G << " ties " << c.ties << " T " << T;
+      EXPECT_LE(rel_error(dev_->to_host(w), w_w), kTolElementwise)
+          << "E " << c.E << " G " << c.G << " ties " << c.ties << " T " << T;
     }
   }
 }
