@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backends/cuda/kernels/moe_grouped/dequant_bits.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.h"
 
 namespace moe::cuda::grouped {
@@ -66,13 +67,6 @@ __device__ __forceinline__ uint32_t hmul2(uint32_t a, uint32_t b) {
   return d;
 }
 
-// Bit select in one LOP3: (a & m) | (b & ~m) (the compiler splits the expression in two).
-__device__ __forceinline__ uint32_t bitsel(uint32_t a, uint32_t b, uint32_t m) {
-  uint32_t d;
-  asm("lop3.b32 %0, %1, %2, %3, 0xe4;" : "=r"(d) : "r"(a), "r"(b), "r"(m));
-  return d;
-}
-
 template <GroupedFmt F>
 __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                                     uint32_t b1) {
@@ -109,39 +103,26 @@ __device__ __forceinline__ void dequant(const uint4& w, uint16_t sc,
       o[2 * q + 1] = u16_to_h2(static_cast<uint16_t>(ws[q] >> 16));
     }
   } else {
-    // e2m1 -> f16 by bit placement alone: sign -> bit 15, (e1 e0 m) -> bits 11..9 is the f16 of
-    // value * 2^-14 (e = 0 lands in the f16 subnormals, so all 16 codes are exact), two values
-    // 16 bits apart per f16x2. Per word v (nibble i = k 8q + i): E = the even nibbles as
-    // {mag 0..2, sign 6} per byte, O = the odd ones as {mag 1..3, sign 7} (one LOP3 each; bits
-    // outside those patterns are don't-care), then one shift and one mask per pair:
-    // (k0, k4) = E << 9, (k2, k6) = E << 1, (k1, k5) = O << 8, (k3, k7) = O.
-    // Times (fp8 block scale * 2^7) in f16: exact (<= 6 significant bits, >= 2^-17); the
-    // epilogues multiply by global scale * kNvfp4Unscale.
+    // e2m1 -> f16 bits (value * 2^-14, dequant_bits.h), times (fp8 block scale * 2^7) in f16:
+    // exact; the epilogues multiply by global scale * kNvfp4Unscale.
     // NOTE: measured on the H200 (2026-11-30, ncu, gate_up at T 64, 12 warps per SM): the
     // previous form (nibbles -> e4m3 bytes, 4 cvts to f16x2 per word: 14 integer ops, 12 on the
     // ALU pipe) kept the ALU pipe 52% busy, this one 42% (the left shifts go to the FMA pipe as
     // IMAD.SHL); the time was the same there (latency-bound), it counts once the cp.async ring
     // makes the kernel issue-bound (docs/moe-kernels.md).
     // (s0, s1) * 128; each half broadcast by the multiply's operand selector (no PRMT).
-    const uint32_t s2 = hmul2(u16_to_h2(sc), 0x58005800u);
+    const uint32_t s2 = hmul2(u16_to_h2(sc), kNvfp4ScaleMulF16x2);
     const __half2 m0 = __low2half2(u32_as_h2(s2)), m1 = __high2half2(u32_as_h2(s2));
-    constexpr uint32_t kM = 0x8e008e00u;
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      const uint32_t v = ws[q];
-      const uint32_t e = bitsel(v, v << 3, 0x07070707u);
-      const uint32_t od = bitsel(v >> 3, v, 0x0e0e0e0eu);
+      uint32_t b[4];
+      nvfp4_word_to_f16x2(ws[q], b);
       const __half2 m = q < 2 ? m0 : m1;
-      o[4 * q + 0] = h2_as_u32(__hmul2(u32_as_h2((e << 9) & kM), m));
-      o[4 * q + 1] = h2_as_u32(__hmul2(u32_as_h2((e << 1) & kM), m));
-      o[4 * q + 2] = h2_as_u32(__hmul2(u32_as_h2((od << 8) & kM), m));
-      o[4 * q + 3] = h2_as_u32(__hmul2(u32_as_h2(od & kM), m));
+#pragma unroll
+      for (int j = 0; j < 4; ++j) o[4 * q + j] = h2_as_u32(__hmul2(u32_as_h2(b[j]), m));
     }
   }
 }
-
-// The NVFP4 dequantization above yields value * block scale * 2^-7: epilogues multiply by this.
-constexpr float kNvfp4Unscale = 128.f;
 
 __device__ __forceinline__ uint16_t act_bits(float v, bool f16) {
   if (f16) {
@@ -149,14 +130,6 @@ __device__ __forceinline__ uint16_t act_bits(float v, bool f16) {
     return __half_as_ushort(__float2half_rn(v));
   }
   return __bfloat16_as_ushort(__float2bfloat16_rn(v));
-}
-
-// Storage index of activation k: the order in which dequant<F> produces the weight pairs.
-// nvfp4: k order [0,4,2,6,1,5,3,7] per group of 8 (an involution, so it is also the storage
-// index of k); bf16 and fp8: natural.
-__host__ __device__ __forceinline__ int64_t act_index(GroupedFmt f, int64_t k) {
-  if (f == GroupedFmt::kNvfp4) return (k & ~int64_t{7}) + (k & 1) * 4 + ((k >> 2) & 1) + (k & 2);
-  return k;
 }
 
 // cp.async: 16 bytes global -> shared (L2 only), groups, waits.

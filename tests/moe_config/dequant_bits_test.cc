@@ -1,0 +1,113 @@
+// The integer side of the grouped MoE GEMMs' NVFP4 dequantization (kernels/moe_grouped/
+// dequant_bits.h), checked on the CPU against the definitions: every e2m1 code in every nibble
+// position lands as the f16 of value * 2^-14 in the documented pair, the f16 products with every
+// e4m3 block scale * 2^7 are exact (what makes the GPU's f16 multiply lossless), and the
+// activations' k order is the one the pairs need.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+
+#include "backends/cuda/kernels/moe_grouped/dequant_bits.h"
+
+namespace moe::cuda::grouped {
+namespace {
+
+// IEEE binary16 bits -> value (subnormals included).
+double f16_value(uint16_t h) {
+  const int sign = h >> 15, exp = (h >> 10) & 31, man = h & 1023;
+  double v;
+  if (exp == 0)
+    v = std::ldexp(man, -24);
+  else if (exp == 31)
+    v = man ? NAN : INFINITY;
+  else
+    v = std::ldexp(1024 + man, exp - 25);
+  return sign ? -v : v;
+}
+
+// True if x is a finite binary16 value (normal or subnormal), i.e. an f16 operation whose exact
+// result is x rounds to x.
+bool f16_exact(double x) {
+  const double a = std::fabs(x);
+  if (a == 0) return true;
+  if (a > 65504) return false;
+  int e = 0;
+  std::frexp(a, &e);  // a in [2^(e-1), 2^e)
+  const int ulp_exp = std::max(e - 1 - 10, -24);
+  const double q = std::ldexp(a, -ulp_exp);
+  return q == std::floor(q);
+}
+
+double e2m1_value(int code) {
+  static const double kMag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  return (code & 8 ? -1 : 1) * kMag[code & 7];
+}
+
+double e4m3_value(int code) {  // OCP FP8 E4M3 (no infinities; 0x7f / 0xff are NaN)
+  const int sign = code >> 7, exp = (code >> 3) & 15, man = code & 7;
+  const double v = exp == 0 ? std::ldexp(man, -9) : std::ldexp(8 + man, exp - 10);
+  return sign ? -v : v;
+}
+
+// Nibble i of the word (k = i within its group of 8) that f16 half h of output register r holds.
+constexpr int kPairK[4][2] = {{0, 4}, {2, 6}, {1, 5}, {3, 7}};
+
+void expect_word(uint32_t v) {
+  uint32_t o[4];
+  nvfp4_word_to_f16x2(v, o);
+  for (int r = 0; r < 4; ++r)
+    for (int h = 0; h < 2; ++h) {
+      const int k = kPairK[r][h], code = (v >> (4 * k)) & 15;
+      const uint16_t bits = static_cast<uint16_t>(o[r] >> (16 * h));
+      const double want = e2m1_value(code) * std::ldexp(1.0, -14);
+      ASSERT_EQ(f16_value(bits), want) << std::hex << "word 0x" << v << " k " << k;
+      ASSERT_EQ(bits >> 15, code >> 3) << std::hex << "word 0x" << v << " k " << k;  // -0 too
+    }
+}
+
+TEST(DequantBits, EveryNvfp4CodeInEveryPositionIsExact) {
+  std::mt19937 rng(7);
+  for (int k = 0; k < 8; ++k)
+    for (int code = 0; code < 16; ++code)
+      for (int rep = 0; rep < 64; ++rep) {  // the other nibbles random: no cross-talk
+        uint32_t v = rng();
+        v = (v & ~(15u << (4 * k))) | (static_cast<uint32_t>(code) << (4 * k));
+        expect_word(v);
+      }
+  for (int i = 0; i < 100000; ++i) expect_word(rng());
+  expect_word(0u);
+  expect_word(0xffffffffu);
+}
+
+TEST(DequantBits, ScaledProductsAreExactInF16) {
+  const double scale_mul = f16_value(static_cast<uint16_t>(kNvfp4ScaleMulF16x2 & 0xffffu));
+  ASSERT_EQ(scale_mul, f16_value(static_cast<uint16_t>(kNvfp4ScaleMulF16x2 >> 16)));
+  ASSERT_EQ(scale_mul * kNvfp4Unscale * std::ldexp(1.0, -14), 1.0);  // the epilogue undoes it
+  for (int s = 0; s < 0x7f; ++s) {  // every non-negative finite e4m3 block scale
+    const double scale = e4m3_value(s), sm = scale * scale_mul;
+    ASSERT_TRUE(f16_exact(sm)) << "scale code " << s;  // the f16 scale * 2^7 itself
+    for (int code = 0; code < 16; ++code) {
+      const double w = e2m1_value(code) * std::ldexp(1.0, -14);  // the f16 operand
+      ASSERT_TRUE(f16_exact(w * sm)) << "scale code " << s << " nibble " << code;
+    }
+  }
+}
+
+TEST(DequantBits, Nvfp4ActivationOrderMatchesThePairs) {
+  // Register r of a 16-byte lane chunk word q holds storage positions 8q + 2r, 8q + 2r + 1:
+  // the activations stored there must be the k of the pair.
+  for (int64_t base : {int64_t{0}, int64_t{8}, int64_t{4096}})
+    for (int r = 0; r < 4; ++r)
+      for (int h = 0; h < 2; ++h)
+        EXPECT_EQ(act_index(GroupedFmt::kNvfp4, base + kPairK[r][h]), base + 2 * r + h);
+  for (int64_t k = 0; k < 64; ++k) {
+    EXPECT_EQ(act_index(GroupedFmt::kNvfp4, act_index(GroupedFmt::kNvfp4, k)), k);  // involution
+    EXPECT_EQ(act_index(GroupedFmt::kBf16, k), k);
+    EXPECT_EQ(act_index(GroupedFmt::kFp8Block, k), k);
+  }
+}
+
+}  // namespace
+}  // namespace moe::cuda::grouped
