@@ -38,7 +38,8 @@ template <int NB>
 constexpr int kUnroll = NB >= 4 ? 2 : 4;
 
 // Shared-memory pipeline (moe_gemm_pipe_kernel): k-steps in a warp's ring, bytes per step
-// (moe_grouped.h).
+// (moe_grouped.h; its constexpr functions are host-only, these constants carry them into device
+// code).
 template <GroupedFmt F>
 constexpr int kPipeBatch = grouped_pipe_batch(F);  // k-steps per cp.async group
 template <GroupedFmt F>
@@ -210,13 +211,6 @@ __device__ __forceinline__ void load_act(const Item<NB>& it, int64_t ks, ActRegs
       X[nb][4 * v + 2] = a.z;
       X[nb][4 * v + 3] = a.w;
     }
-}
-template <GroupedFmt F, int NB>
-__device__ __forceinline__ void copy_act(ActRegs<F, NB>& dst, const ActRegs<F, NB>& src) {
-#pragma unroll
-  for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-    for (int i = 0; i < 2 * Fmt<F>::kMmas; ++i) dst[nb][i] = src[nb][i];
 }
 
 // The math of k-step ks of an item: X = its activations, W = this lane's 16 weight bytes of each
