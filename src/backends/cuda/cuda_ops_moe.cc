@@ -122,6 +122,11 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
     s.num_tiles = scratch({2}, DType::kI32).data<int32_t>();  // streaming, big-tile counts
     s.h = scratch({TK, ge->I}, DType::kBF16).raw();
     s.out = scratch({TK, D}, DType::kF32).data<float>();
+    const GroupedSkSizes sk = grouped_sk_sizes(l);
+    if (sk.counters > 0) {
+      s.sk_counters = scratch({2 * sk.counters}, DType::kI32).data<int32_t>();
+      s.sk_partials = scratch({sk.partial_floats}, DType::kF32).data<float>();
+    }
     run_grouped_experts(*ge, y.data<float>(), y.stride(0), x.data<float>(), x.stride(0),
                         ids.data<int32_t>(), ids.stride(0), weights.data<float>(),
                         weights.stride(0), T, K, s, l, stream_);

@@ -33,6 +33,8 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
   if constexpr (NB != 8) {  // 64-token tiles (BF16 only) run the register-streaming kernel
     pipe = l.pipelined && pipe_aligned(p);
     const int smem = l.warps_per_cta * kGroupedPipeWarpBytes;
+    MOE_CHECK(!pipe || (p.sk_partials != nullptr && p.sk_counters != nullptr))
+        << name << ": the pipelined kernel needs its stream-K workspace (grouped_sk_sizes)";
     if (pipe)
       p.gate_up ? go(grouped::moe_gemm_pipe_kernel<F, NB, true>, smem)
                 : go(grouped::moe_gemm_pipe_kernel<F, NB, false>, smem);
@@ -73,9 +75,19 @@ int64_t grouped_k_multiple(GroupedFmt f) {
   return 128;
 }
 
+GroupedSkSizes grouped_sk_sizes(const GroupedLaunch& l) {
+  GroupedSkSizes z;
+  if (!l.pipelined || l.tc || l.nb >= 8) return z;
+  // The grid has at most sm_count * ctas_per_sm CTAs (fewer when occupancy is lower).
+  z.counters = static_cast<int64_t>(l.sm_count) * l.ctas_per_sm * l.warps_per_cta;
+  z.partial_floats = z.counters * 2 * 32 * (2 * l.nb * 4);  // 2 slots x lanes x accumulators
+  return z;
+}
+
 void launch_moe_group(const MoeGroupParams& p, Stream stream) {
   MOE_CHECK(p.E >= 1 && p.E <= kMaxGroupedExperts && p.E <= grouped::kGroupThreads)
       << "moe_group: " << p.E << " experts (supported: 1.." << kMaxGroupedExperts << ")";
+  MOE_CHECK(p.zero_count == 0 || p.zero != nullptr) << "moe_group: zero_count without a buffer";
   MOE_CHECK(p.D % 8 == 0 && p.x_stride % 4 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0)
       << "moe_group: x needs D % 8 == 0 and 16-byte aligned rows (D " << p.D << ", stride "
       << p.x_stride << ")";

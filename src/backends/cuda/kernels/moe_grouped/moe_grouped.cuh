@@ -118,6 +118,9 @@ __global__ void __launch_bounds__(kGroupThreads)
     }
     return;
   }
+  for (int64_t u = static_cast<int64_t>(blockIdx.x - 1) * blockDim.x + threadIdx.x;
+       u < p.zero_count; u += static_cast<int64_t>(gridDim.x - 1) * blockDim.x)
+    p.zero[u] = 0;
   const GroupedFmt fmt = static_cast<GroupedFmt>(p.fmt);
   const bool f16 = fmt != GroupedFmt::kBf16;
   const int64_t per_row = p.D / 8, n = p.T * per_row;
@@ -373,10 +376,85 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
 }
 
+// Work of one warp of the pipelined kernel: `rounds` whole items round-robin (item w + j*W),
+// then its share of the rest (stream-K): the last n_items % W items are cut into units of
+// kUnit k-steps (FP8: a 128-k scale block) and every warp takes one contiguous range of
+// q units, so no warp idles while others finish a last round. An item cut between warps is
+// summed by its last contributor to arrive (finish_split). Segment j of the warp: item, k-steps
+// [kb, ke). 32-bit: the stream-K part spans fewer than W items.
+struct Seg {
+  int item, kb, ke;
+};
+struct Sched {
+  int w, W, rounds, sk_base, U, unit, nsteps, q, u0, u1, nseg;
+  __device__ Sched(int w_, int W_, int n_items, int nsteps_, int unit_)
+      : w(w_), W(W_), unit(unit_), nsteps(nsteps_) {
+    rounds = n_items / W;
+    sk_base = rounds * W;
+    U = nsteps / unit;
+    const int total = (n_items - sk_base) * U;
+    // At least 4 k-steps per range: shorter ones cost more in partial sums than they balance.
+    q = max((total + W - 1) / W, (4 + unit - 1) / unit);
+    u0 = min(w * q, total);
+    u1 = min(u0 + q, total);
+    nseg = rounds + (u1 > u0 ? (u1 - 1) / U - u0 / U + 1 : 0);
+  }
+  __device__ Seg seg(int j) const {
+    if (j < rounds) return {w + j * W, 0, nsteps};
+    const int i = u0 / U + (j - rounds);
+    return {sk_base + i, (max(u0, i * U) - i * U) * unit, (min(u1, (i + 1) * U) - i * U) * unit};
+  }
+};
+
+// Stream-K fix-up of a split item (segment s of warp sc.w, partial sums acc): every contributor
+// stores its partial sums, then counts itself in; the last to arrive adds all contributions in
+// warp order (deterministic) and runs the epilogue. Contributors are the consecutive warps
+// wf..wl whose ranges overlap the item; warp v keeps the item's partial sums in its slot 0 if
+// the item is the first of its range, else in slot 1. The counter is warp wl's: only one split
+// item ends in a warp's range after starting before it.
+template <GroupedFmt F, int NB, bool GU>
+__device__ __forceinline__ void finish_split(const MoeGemmParams& p, const Sched& sc, const Seg& s,
+                                             const Item<NB>& it, float (&acc)[2][NB][4], int lane,
+                                             int g, int c) {
+  constexpr int kAcc = 2 * NB * 4;
+  const int i = s.item - sc.sk_base;
+  const int wf = i * sc.U / sc.q, wl = ((i + 1) * sc.U - 1) / sc.q;
+  auto slot_of = [&](int v) -> float* {
+    const int sl = i == v * sc.q / sc.U ? 0 : 1;
+    return p.sk_partials + (static_cast<int64_t>(v) * 2 + sl) * kAcc * 32 + lane;
+  };
+  float* mine = slot_of(sc.w);
+#pragma unroll
+  for (int t = 0; t < 2; ++t)
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) mine[((t * NB + nb) * 4 + r) * 32] = acc[t][nb][r];
+  __threadfence();
+  __syncwarp();
+  int arrived = 0;
+  if (lane == 0) arrived = atomicAdd(p.sk_counters + wl, 1);
+  arrived = __shfl_sync(0xffffffffu, arrived, 0);
+  if (arrived != wl - wf) return;  // not the last contributor
+  __threadfence();
+  float sum[2][NB][4] = {};
+  for (int v = wf; v <= wl; ++v) {
+    const float* src = slot_of(v);
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          sum[t][nb][r] += v == sc.w ? acc[t][nb][r] : __ldcg(src + ((t * NB + nb) * 4 + r) * 32);
+  }
+  epilogue<F, NB, GU>(p, it, sum, g, c);
+}
+
 // Shared-memory pipeline: every warp owns a ring of kS k-steps in shared memory, filled in groups
 // of kB steps, and keeps all groups but one of cp.async weight (and nvfp4 scale) copies in
-// flight, across item boundaries (the loader runs ahead through the warp's items), so the HBM
-// stream never drains and costs no registers. Each lane reads back only the bytes it copied
+// flight, across item boundaries (the loader runs ahead through the warp's segments), so the
+// HBM stream never drains and costs no registers. Each lane reads back only the bytes it copied
 // itself: the per-thread cp.async.wait_group is the only synchronisation. A stage: [4 (matrix,
 // half)][32 lanes] x 16 weight bytes, then [4][32] x 4 bytes holding the lane's 2 nvfp4 scale
 // bytes. The loader keeps running source pointers (one add per copy and step).
@@ -386,41 +464,46 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   using Tr = Fmt<F>;
   constexpr int kB = kPipeBatch<F>, kS = kPipeStages<F>, kStepBytes = kPipeStepBytes<F>;
   constexpr int kGroups = kS / kB;
+  constexpr int kUnit = F == GroupedFmt::kFp8Block ? 128 / Tr::kStepK : 1;
   // Activations of the next step are loaded one step ahead with one token column; with more the
   // registers go to a second CTA per SM instead (their loads overlap the step's dequantization).
   constexpr bool kPrefetchAct = NB == 1;
   extern __shared__ uint4 smem[];
   const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int wpb = blockDim.x >> 5;
-  const int64_t warps_total = static_cast<int64_t>(gridDim.x) * wpb;
   const int64_t row_blocks = p.N / (GU ? 16 : 32);
-  const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * row_blocks;
-  const int64_t nsteps = p.Kd / Tr::kStepK;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * wpb + (threadIdx.x >> 5);
+  const int nsteps = static_cast<int>(p.Kd / Tr::kStepK);
+  const Sched sc(blockIdx.x * wpb + (threadIdx.x >> 5), gridDim.x * wpb,
+                 static_cast<int>(*p.num_tiles * row_blocks), nsteps, kUnit);
   const uint4* ring = smem + (threadIdx.x >> 5) * (kGroupedPipeWarpBytes / 16);
   const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + lane * 16;
 
-  // Loader cursor: item li, steps left in it, this lane's source rows at the next step.
-  int64_t li = first, lleft = nsteps;
+  // Loader cursor: segment lj, next k-step lk (segment ends at lke), this lane's source rows at
+  // step lk.
+  int lj = 0, lk = 0, lke = 0;
   const uint8_t* lw[2][2];
   const uint8_t* ls[2][2];
-  auto aim = [&](int64_t item) {
-    const int64_t tile = item / row_blocks, rb = item % row_blocks;
+  auto aim = [&](int j) {
+    const Seg s = sc.seg(j);
+    lk = s.kb;
+    lke = s.ke;
+    const int64_t tile = s.item / row_blocks, rb = s.item % row_blocks;
     const int e = p.tiles[4 * tile];
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
       const int64_t rbase = rb * (GU ? 16 : 32) + (GU ? 0 : 16 * t);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        lw[t][h] = weight_row<F, GU>(p, e, rbase, t, h, g, c);
-        ls[t][h] =
-            F == GroupedFmt::kNvfp4 ? scale_row<GU>(p, e, rbase, t, h, g) + (c >> 1) * 4 : nullptr;
+        lw[t][h] = weight_row<F, GU>(p, e, rbase, t, h, g, c) + s.kb * 64;
+        ls[t][h] = F == GroupedFmt::kNvfp4
+                       ? scale_row<GU>(p, e, rbase, t, h, g) + (c >> 1) * 4 + s.kb * 8
+                       : nullptr;
       }
     }
   };
-  if (li < n_items) aim(li);
+  if (sc.nseg > 0) aim(0);
   auto issue_step = [&](int stage) {
-    if (li < n_items) {
+    if (lj < sc.nseg) {
       const uint32_t dst = ring_s + stage * kStepBytes;
 #pragma unroll
       for (int t = 0; t < 2; ++t)
@@ -433,15 +516,11 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
             ls[t][h] += 8;
           }
         }
-      if (--lleft == 0) {
-        lleft = nsteps;
-        li += warps_total;
-        if (li < n_items) aim(li);
-      }
+      if (++lk == lke && ++lj < sc.nseg) aim(lj);
     }
   };
-  // One cp.async group = kB consecutive steps; groups past the last item are empty, which keeps
-  // the group count uniform.
+  // One cp.async group = kB consecutive steps; groups past the last segment are empty, which
+  // keeps the group count uniform.
   auto issue_group = [&](int stage0) {
 #pragma unroll
     for (int j = 0; j < kB; ++j) issue_step(stage0 + j);
@@ -451,15 +530,16 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   for (int gr = 0; gr < kGroups - 1; ++gr) issue_group(gr * kB);
 
   int stage = 0;
-  for (int64_t item = first; item < n_items; item += warps_total) {
-    const Item<NB> it = make_item<F, NB, GU>(p, item, row_blocks, g, c);
+  for (int j = 0; j < sc.nseg; ++j) {
+    const Seg s = sc.seg(j);
+    const Item<NB> it = make_item<F, NB, GU>(p, s.item, row_blocks, g, c);
     float acc[2][NB][4] = {};
     float tacc[2][NB][4] = {};
     // One k-step: prefetch the next step's activations into Xn, compute with X (two call sites
     // with the buffers swapped, so no register copies).
-    auto step = [&](int64_t ks, ActRegs<F, NB>& X, ActRegs<F, NB>& Xn) {
+    auto step = [&](int ks, ActRegs<F, NB>& X, ActRegs<F, NB>& Xn) {
       if constexpr (kPrefetchAct)
-        load_act<F, NB>(it, ks + 1 < nsteps ? ks + 1 : ks, Xn);
+        load_act<F, NB>(it, ks + 1 < s.ke ? ks + 1 : ks, Xn);
       else
         load_act<F, NB>(it, ks, X);
       if (stage % kB == 0) {  // first step of a group: wait for it, refill the group used last
@@ -484,12 +564,15 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
       stage = stage + 1 == kS ? 0 : stage + 1;
     };
     ActRegs<F, NB> X0, X1;
-    if constexpr (kPrefetchAct) load_act<F, NB>(it, 0, X0);
-    for (int64_t ks = 0; ks < nsteps; ks += 2) {
+    if constexpr (kPrefetchAct) load_act<F, NB>(it, s.kb, X0);
+    for (int ks = s.kb; ks < s.ke; ks += 2) {
       step(ks, X0, X1);
-      if (ks + 1 < nsteps) step(ks + 1, X1, X0);
+      if (ks + 1 < s.ke) step(ks + 1, X1, X0);
     }
-    epilogue<F, NB, GU>(p, it, acc, g, c);
+    if (s.kb == 0 && s.ke == nsteps)
+      epilogue<F, NB, GU>(p, it, acc, g, c);
+    else
+      finish_split<F, NB, GU>(p, sc, s, it, acc, lane, g, c);
   }
   cp_async_wait<0>();
 }

@@ -6,7 +6,10 @@
 //   3. down:        out[slot, :] = w[slot] * down_e h[pos]              (slot = t*K + k)
 //   4. combine:     y[t, :] = sum_k out[t*K + k, :]
 // No host synchronisation and fixed grids, so the whole sequence is CUDA-graph capturable.
-// Deterministic: every output element is written once by one thread, no atomics on values.
+// Deterministic: every output element is written once by one thread, no atomics on values. The
+// pipelined GEMMs split the last round of work items over all warps (stream-K, see the .cuh):
+// partial sums go to a workspace and the last contributor of an item adds them up in a fixed
+// order, so results do not depend on timing either.
 #pragma once
 
 #include <cstdint>
@@ -97,6 +100,9 @@ struct MoeGroupParams {
   int big_min = 0;
   int32_t* big_tiles = nullptr;  // out [max big tiles, 4]
   int32_t* num_big = nullptr;    // out [1]
+  // Zeroed by the kernel (the stream-K arrival counters of the GEMMs that follow).
+  int32_t* zero = nullptr;
+  int64_t zero_count = 0;
 };
 
 struct MoeGemmParams {
@@ -116,7 +122,20 @@ struct MoeGemmParams {
   const void* w[2][kMaxGroupedExperts] = {};
   const void* s[2][kMaxGroupedExperts] = {};  // fp8: [N/128, Kd/128] f32; nvfp4: [N, Kd/16] e4m3
   float gs[2][kMaxGroupedExperts] = {};       // nvfp4 global scale
+  // Stream-K workspace of the pipelined kernel (grouped_sk_sizes): partial sums of items split
+  // between warps, and one arrival counter per warp of the grid, zero at launch.
+  float* sk_partials = nullptr;
+  int32_t* sk_counters = nullptr;
 };
+
+// Stream-K workspace of one pipelined GEMM launch with `l` (zero for other kernels): counters
+// (int32) and partial sums (f32). A grouped call needs the counters of both GEMMs and one
+// partials buffer (the GEMMs run one after the other).
+struct GroupedSkSizes {
+  int64_t counters = 0;
+  int64_t partial_floats = 0;
+};
+GroupedSkSizes grouped_sk_sizes(const GroupedLaunch& l);
 
 // K-granularity the GEMMs need of D and I (rows must be multiples of 32).
 int64_t grouped_k_multiple(GroupedFmt f);

@@ -149,6 +149,13 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     gp.big_tiles = s.tiles + 4 * gp.max_tiles;
     gp.num_big = s.num_tiles + 1;
   }
+  const GroupedSkSizes sk = grouped_sk_sizes(l);
+  if (sk.counters > 0) {
+    MOE_CHECK(s.sk_counters != nullptr && s.sk_partials != nullptr)
+        << "moe_experts: the pipelined launch needs GroupedScratch::sk_counters / sk_partials";
+    gp.zero = s.sk_counters;
+    gp.zero_count = 2 * sk.counters;
+  }
   launch_moe_group(gp, stream);
 
   // Each GEMM: the configured kernel over `tiles`; with the hybrid also the warpgroup-MMA kernel
@@ -159,8 +166,10 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   lb.ctas_per_sm = 1;
   lb.pipelined = false;
   lb.tc = lb.wgmma = true;
-  auto gemm = [&](MoeGemmParams& p) {
+  auto gemm = [&](MoeGemmParams& p, int32_t* sk_counters) {
     p.K = K;
+    p.sk_counters = sk_counters;
+    p.sk_partials = s.sk_partials;
     p.sorted_slot = s.sorted_slot;
     p.tiles = s.tiles;
     p.num_tiles = s.num_tiles;
@@ -174,13 +183,13 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   MoeGemmParams p1 = ge.gate_up;
   p1.act = s.xa;
   p1.out = s.h;
-  gemm(p1);
+  gemm(p1, s.sk_counters);
   MoeGemmParams p2 = ge.down;
   p2.act = s.h;
   p2.route_w = route_w;
   p2.route_w_stride = route_w_stride;
   p2.out = s.out;
-  gemm(p2);
+  gemm(p2, sk.counters > 0 ? s.sk_counters + sk.counters : nullptr);
 
   launch_moe_combine(y, y_stride, s.out, ids, ids_stride, T, ge.D, K, ge.E, stream);
 }

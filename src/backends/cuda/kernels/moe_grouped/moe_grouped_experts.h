@@ -33,6 +33,11 @@ struct GroupedScratch {
   int32_t* num_tiles = nullptr;    // [2]: streaming tiles, big (warpgroup-MMA) tiles
   void* h = nullptr;               // [T*K, I] 16-bit
   float* out = nullptr;            // [T*K, D]
+  // Stream-K workspace of the pipelined GEMMs (sizes: grouped_sk_sizes(launch); none needed
+  // otherwise): 2 x counters int32 (gate_up's, then down's; zeroed by the group kernel) and
+  // partial_floats f32.
+  int32_t* sk_counters = nullptr;
+  float* sk_partials = nullptr;
 };
 // Rows of GroupedScratch::tiles for tile_tokens-wide tiles (with the hybrid's big-tile list).
 int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens);
