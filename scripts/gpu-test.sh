@@ -92,11 +92,12 @@ if [ "${MOE_GPU_SANITIZE:-1}" = 1 ]; then
     >"$logs/racecheck-mla.log" 2>&1 || status=1
   grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/racecheck-mla.log" | tail -n 5 |
     tee -a "$logs/summary.txt"
-  # The warpgroup-MMA GEMM's cp.async ring, its tile lists and gathered rows (and the hybrid).
+  # The warpgroup-MMA GEMM's cp.async ring, its tile lists and gathered rows (and the hybrid);
+  # the streaming GEMM's stream-K partial sums and arrival counters.
   for tool in memcheck racecheck; do
-    step "compute-sanitizer $tool: moe_grouped_tests (warpgroup-MMA GEMM)"
-    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$build/bin/moe_grouped_tests" \
-      --gtest_filter='*WarpgroupMmaSmall*' >"$logs/$tool-wgmma.log" 2>&1 || status=1
+    step "compute-sanitizer $tool: moe_grouped_tests (warpgroup-MMA GEMM, stream-K)"
+    timeout 250 compute-sanitizer --tool $tool --error-exitcode 9 "$build/bin/moe_grouped_tests" \
+      --gtest_filter='*WarpgroupMmaSmall*:*StreamKSmall*' >"$logs/$tool-wgmma.log" 2>&1 || status=1
     grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/$tool-wgmma.log" | tail -n 5 |
       tee -a "$logs/summary.txt"
   done

@@ -4,6 +4,7 @@
 // path rounds activations to BF16 (BF16 weights) or F16 (quantized weights), hence the 1e-2-level
 // tolerance.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -108,7 +109,17 @@ class MoeGroupedTest : public ::testing::Test {
     Tensor want = Tensor::empty({T, D}, DType::kF32);
     ref_.moe_experts(want.view(), x.view(), ids_h.view(), wts.view(), ew_h);
     TensorView y = dev_->poisoned({T, D}, DType::kF32);
-    TensorView xd = dev_->to_device(x), idd = dev_->to_device(ids_h), wd = dev_->to_device(wts);
+    // bad_every_ > 0: every bad_every_-th token gets an expert id outside [0, E) on the device
+    // (-1 or E, at k = t % K): its row must come out NaN, the other rows as the reference.
+    std::vector<bool> bad(T, false);
+    std::vector<int32_t> ids_dev = ids;
+    if (bad_every_ > 0)
+      for (int64_t t = 0; t < T; t += bad_every_) {
+        bad[t] = true;
+        ids_dev[t * K + t % K] = (t / bad_every_) % 2 ? static_cast<int32_t>(E) : -1;
+      }
+    TensorView xd = dev_->to_device(x), idd = dev_->to_device(i32(ids_dev, {T, K})),
+               wd = dev_->to_device(wts);
     if (!launch) {
       ops_->moe_experts(y, xd, idd, wd, ew_d);
     } else {  // an explicit launch (tile width, kernel) through the launcher
@@ -137,6 +148,16 @@ class MoeGroupedTest : public ::testing::Test {
                           wd.data<float>(), K, T, K, s, l, ops_->stream());
     }
     Tensor got = dev_->to_host(y);
+    if (bad_every_ > 0) {  // bad rows: all NaN, then excluded from the comparison
+      int64_t not_nan = 0;
+      for (int64_t t = 0; t < T; ++t)
+        if (bad[t])
+          for (int64_t d = 0; d < D; ++d) {
+            not_nan += !std::isnan(got.data<float>()[t * D + d]);
+            got.data<float>()[t * D + d] = want.data<float>()[t * D + d];
+          }
+      EXPECT_EQ(not_nan, 0) << name(f) << " T " << T << ": rows of bad expert ids not NaN";
+    }
     const double err = rel_error(got, want);
     std::ostringstream how;
     if (launch)
@@ -149,6 +170,7 @@ class MoeGroupedTest : public ::testing::Test {
   }
 
   int sm_override_ = 0;
+  int64_t bad_every_ = 0;
 
   ThreadPool pool_{8};
   reference::ReferenceOps ref_{pool_};
@@ -228,6 +250,36 @@ TEST_F(MoeGroupedTest, StreamKSplitsItemsBetweenWarps) {
             << name(f) << " nb " << nb << " sms " << gr.sms << ": two runs differ";
       }
   sm_override_ = 0;
+}
+
+// Small stream-K cases for compute-sanitizer (scripts/gpu-test.sh runs memcheck and racecheck
+// on this test): split items at both ends of warp ranges, partial sums and counters.
+TEST_F(MoeGroupedTest, StreamKSmall) {
+  sm_override_ = 7;
+  const Launch l{.nb = 1, .warps_per_cta = 4, .ctas_per_sm = 2, .pipelined = true};
+  for (Fmt f : kFmts) {
+    check(f, 1, 1024, 256, 8, 2, Routing::kRandom, l);
+    check(f, 45, 384, 256, 8, 4, Routing::kRandom, l);
+  }
+  sm_override_ = 0;
+}
+
+// Tokens with an expert id outside [0, E) (a routing bug upstream) come out as NaN rows, every
+// other token as the reference, whichever GEMM kernel runs (stream-K splits included): the bad
+// slots are left out of the grouping and the combine marks their tokens.
+TEST_F(MoeGroupedTest, BadExpertIdsGiveNanRows) {
+  const Launch stream{.nb = 1, .pipelined = false}, pipe{.nb = 2, .pipelined = true};
+  for (int64_t every : {1, 3}) {
+    bad_every_ = every;
+    for (Fmt f : kFmts) {
+      check(f, 5, 256, 128, 8, 4, Routing::kRandom, stream);
+      check(f, 45, 384, 256, 8, 4, Routing::kRandom, pipe);
+      check(f, 1, 1024, 256, 8, 2, Routing::kRandom, pipe);
+      check(f, 77, 256, 128, 8, 3, Routing::kOne);  // CudaOps (heuristic)
+    }
+    check(Fmt::kBf16, 45, 256, 128, 8, 2, Routing::kRandom, Launch{.nb = 8, .tc = true});
+  }
+  bad_every_ = 0;
 }
 
 // The tensor-core tile GEMM (tc configs, BF16): 64- and 128-token tiles, odd token counts per
