@@ -27,6 +27,7 @@
 
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_common.cuh"
+#include "backends/cuda/kernels/moe_grouped/stream_k.h"
 
 namespace moe::cuda::grouped {
 
@@ -376,52 +377,19 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
 }
 
-// Work of one warp of the pipelined kernel: `rounds` whole items round-robin (item w + j*W),
-// then its share of the rest (stream-K): the last n_items % W items are cut into units of
-// kUnit k-steps (FP8: a 128-k scale block) and every warp takes one contiguous range of
-// q units, so no warp idles while others finish a last round. An item cut between warps is
-// summed by its last contributor to arrive (finish_split). Segment j of the warp: item, k-steps
-// [kb, ke). 32-bit: the stream-K part spans fewer than W items.
-struct Seg {
-  int item, kb, ke;
-};
-struct Sched {
-  int w, W, rounds, sk_base, U, unit, nsteps, q, u0, u1, nseg;
-  __device__ Sched(int w_, int W_, int n_items, int nsteps_, int unit_)
-      : w(w_), W(W_), unit(unit_), nsteps(nsteps_) {
-    rounds = n_items / W;
-    sk_base = rounds * W;
-    U = nsteps / unit;
-    const int total = (n_items - sk_base) * U;
-    // At least 4 k-steps per range: shorter ones cost more in partial sums than they balance.
-    q = max((total + W - 1) / W, (4 + unit - 1) / unit);
-    u0 = min(w * q, total);
-    u1 = min(u0 + q, total);
-    nseg = rounds + (u1 > u0 ? (u1 - 1) / U - u0 / U + 1 : 0);
-  }
-  __device__ Seg seg(int j) const {
-    if (j < rounds) return {w + j * W, 0, nsteps};
-    const int i = u0 / U + (j - rounds);
-    return {sk_base + i, (max(u0, i * U) - i * U) * unit, (min(u1, (i + 1) * U) - i * U) * unit};
-  }
-};
-
-// Stream-K fix-up of a split item (segment s of warp sc.w, partial sums acc): every contributor
-// stores its partial sums, then counts itself in; the last to arrive adds all contributions in
-// warp order (deterministic) and runs the epilogue. Contributors are the consecutive warps
-// wf..wl whose ranges overlap the item; warp v keeps the item's partial sums in its slot 0 if
-// the item is the first of its range, else in slot 1. The counter is warp wl's: only one split
-// item ends in a warp's range after starting before it.
+// Stream-K fix-up of a split item (segment s of warp sc.w, partial sums acc; stream_k.h for
+// contributors, slots and counters): every contributor stores its partial sums, then counts
+// itself in; the last to arrive adds all contributions in warp order (deterministic) and runs
+// the epilogue.
 template <GroupedFmt F, int NB, bool GU>
-__device__ __forceinline__ void finish_split(const MoeGemmParams& p, const Sched& sc, const Seg& s,
-                                             const Item<NB>& it, float (&acc)[2][NB][4], int lane,
-                                             int g, int c) {
+__device__ __forceinline__ void finish_split(const MoeGemmParams& p, const StreamKSched& sc,
+                                             const StreamKSeg& s, const Item<NB>& it,
+                                             float (&acc)[2][NB][4], int lane, int g, int c) {
   constexpr int kAcc = 2 * NB * 4;
   const int i = s.item - sc.sk_base;
-  const int wf = i * sc.U / sc.q, wl = ((i + 1) * sc.U - 1) / sc.q;
+  const int wf = sc.first_warp(i), wl = sc.last_warp(i);
   auto slot_of = [&](int v) -> float* {
-    const int sl = i == v * sc.q / sc.U ? 0 : 1;
-    return p.sk_partials + (static_cast<int64_t>(v) * 2 + sl) * kAcc * 32 + lane;
+    return p.sk_partials + (static_cast<int64_t>(v) * 2 + sc.slot(v, i)) * kAcc * 32 + lane;
   };
   float* mine = slot_of(sc.w);
 #pragma unroll
@@ -473,8 +441,8 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   const int wpb = blockDim.x >> 5;
   const int64_t row_blocks = p.N / (GU ? 16 : 32);
   const int nsteps = static_cast<int>(p.Kd / Tr::kStepK);
-  const Sched sc(blockIdx.x * wpb + (threadIdx.x >> 5), gridDim.x * wpb,
-                 static_cast<int>(*p.num_tiles * row_blocks), nsteps, kUnit);
+  const StreamKSched sc(blockIdx.x * wpb + (threadIdx.x >> 5), gridDim.x * wpb,
+                        static_cast<int>(*p.num_tiles * row_blocks), nsteps, kUnit);
   const uint4* ring = smem + (threadIdx.x >> 5) * (kGroupedPipeWarpBytes / 16);
   const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + lane * 16;
 
@@ -484,7 +452,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   const uint8_t* lw[2][2];
   const uint8_t* ls[2][2];
   auto aim = [&](int j) {
-    const Seg s = sc.seg(j);
+    const StreamKSeg s = sc.seg(j);
     lk = s.kb;
     lke = s.ke;
     const int64_t tile = s.item / row_blocks, rb = s.item % row_blocks;
@@ -531,7 +499,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
 
   int stage = 0;
   for (int j = 0; j < sc.nseg; ++j) {
-    const Seg s = sc.seg(j);
+    const StreamKSeg s = sc.seg(j);
     const Item<NB> it = make_item<F, NB, GU>(p, s.item, row_blocks, g, c);
     float acc[2][NB][4] = {};
     float tacc[2][NB][4] = {};

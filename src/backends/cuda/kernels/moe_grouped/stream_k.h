@@ -1,0 +1,66 @@
+// Work split of the pipelined grouped GEMM (moe_gemm_pipe_kernel), host and device: which
+// (item, k-step range) segments each warp computes, and the bookkeeping of items split between
+// warps. Plain C++ so the CPU tests check its invariants over many grids
+// (tests/moe_config/stream_k_test.cc): every k-step of every item computed exactly once, split
+// items' contributors, slots and counters consistent.
+//
+// With W warps and n_items work items of nsteps k-steps: every warp takes n_items / W whole
+// items round-robin (item w + j*W), then the last n_items % W items are cut into units of `unit`
+// k-steps (FP8: one 128-k scale block) and warp w takes units [w*q, w*q + q) of them (stream-K),
+// q = max(ceil(units / W), kStreamKMinSteps steps), so no warp idles while others finish a last
+// round. 32-bit: the stream-K part spans fewer than W items.
+#pragma once
+
+#if defined(__CUDACC__)
+#define MOE_SK_HD __host__ __device__ __forceinline__
+#else
+#define MOE_SK_HD inline
+#endif
+
+namespace moe::cuda::grouped {
+
+// Shortest range of a warp: shorter ones cost more in partial sums than they balance.
+constexpr int kStreamKMinSteps = 4;
+
+// Segment of a warp: k-steps [kb, ke) of item `item`.
+struct StreamKSeg {
+  int item, kb, ke;
+};
+
+struct StreamKSched {
+  int w, W, rounds, sk_base, U, unit, nsteps, q, u0, u1, nseg;
+
+  MOE_SK_HD StreamKSched(int w_, int W_, int n_items, int nsteps_, int unit_)
+      : w(w_), W(W_), unit(unit_), nsteps(nsteps_) {
+    rounds = n_items / W;
+    sk_base = rounds * W;
+    U = nsteps / unit;
+    const int total = (n_items - sk_base) * U;
+    const int fair = (total + W - 1) / W, shortest = (kStreamKMinSteps + unit - 1) / unit;
+    q = fair > shortest ? fair : shortest;
+    u0 = w * q < total ? w * q : total;
+    u1 = u0 + q < total ? u0 + q : total;
+    nseg = rounds + (u1 > u0 ? (u1 - 1) / U - u0 / U + 1 : 0);
+  }
+
+  // Segment j (0 <= j < nseg) of this warp.
+  MOE_SK_HD StreamKSeg seg(int j) const {
+    if (j < rounds) return {w + j * W, 0, nsteps};
+    const int i = u0 / U + (j - rounds);
+    const int lo = u0 > i * U ? u0 : i * U, hi = u1 < (i + 1) * U ? u1 : (i + 1) * U;
+    return {sk_base + i, (lo - i * U) * unit, (hi - i * U) * unit};
+  }
+
+  // A split item: i = item - sk_base. Its contributors are the consecutive warps
+  // first_warp(i)..last_warp(i); warp v keeps its partial sums of it in slot(v, i) (0 if it is
+  // the first item of v's range, else 1: a warp holds at most two split items, its first and
+  // its last); the arrival counter is last_warp(i)'s (only one split item ends in a warp's range
+  // after starting before it).
+  MOE_SK_HD int first_warp(int i) const { return i * U / q; }
+  MOE_SK_HD int last_warp(int i) const { return ((i + 1) * U - 1) / q; }
+  MOE_SK_HD int slot(int v, int i) const { return i == v * q / U ? 0 : 1; }
+};
+
+}  // namespace moe::cuda::grouped
+
+#undef MOE_SK_HD

@@ -1,0 +1,125 @@
+// The work split of the pipelined grouped GEMM (kernels/moe_grouped/stream_k.h) over many grids:
+// every k-step of every item is computed by exactly one warp, whole rounds stay whole, split
+// items' contributor ranges, partial-sum slots and arrival counters are what finish_split
+// assumes. The GPU parity tests (moe_grouped_test.cc, StreamK*) check the sums themselves.
+#include "backends/cuda/kernels/moe_grouped/stream_k.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+namespace moe::cuda::grouped {
+namespace {
+
+struct Case {
+  int n_items, W, nsteps, unit;
+  std::string str() const {
+    std::ostringstream o;
+    o << "items " << n_items << " W " << W << " nsteps " << nsteps << " unit " << unit;
+    return o.str();
+  }
+};
+
+// Checks one grid; returns the number of split items (for coverage of the sweep).
+int check_case(const Case& c) {
+  SCOPED_TRACE(c.str());
+  std::vector<int> covered(static_cast<size_t>(c.n_items) * c.nsteps, 0);
+  std::map<int, std::vector<int>> split_contributors;  // split item -> warps, in warp order
+  std::map<std::pair<int, int>, int> slot_owner;       // (warp, slot) -> split item
+  int rounds = -1;
+  for (int w = 0; w < c.W; ++w) {
+    const StreamKSched sc(w, c.W, c.n_items, c.nsteps, c.unit);
+    if (rounds < 0) rounds = sc.rounds;
+    EXPECT_EQ(sc.rounds, c.n_items / c.W);
+    int steps_in_range = 0;
+    for (int j = 0; j < sc.nseg; ++j) {
+      const StreamKSeg s = sc.seg(j);
+      EXPECT_GE(s.item, 0);
+      EXPECT_LT(s.item, c.n_items);
+      EXPECT_GE(s.kb, 0);
+      EXPECT_LT(s.kb, s.ke) << "empty segment " << j << " of warp " << w;
+      EXPECT_LE(s.ke, c.nsteps);
+      EXPECT_EQ(s.kb % c.unit, 0);
+      EXPECT_EQ(s.ke % c.unit, 0);
+      if (s.item < 0 || s.item >= c.n_items || s.kb < 0 || s.ke > c.nsteps) continue;
+      for (int k = s.kb; k < s.ke; ++k) ++covered[static_cast<size_t>(s.item) * c.nsteps + k];
+      if (j < sc.rounds) {  // whole items, round-robin
+        EXPECT_EQ(s.item, w + j * c.W);
+        EXPECT_EQ(s.kb, 0);
+        EXPECT_EQ(s.ke, c.nsteps);
+        continue;
+      }
+      steps_in_range += s.ke - s.kb;
+      EXPECT_GE(s.item, sc.sk_base);
+      if (j > sc.rounds) EXPECT_EQ(s.item, sc.seg(j - 1).item + 1) << "ranges are contiguous";
+      if (s.kb == 0 && s.ke == c.nsteps) continue;
+      // A split item: only the first or the last segment of the range.
+      EXPECT_TRUE(j == sc.rounds || j == sc.nseg - 1) << "split segment inside a range";
+      const int i = s.item - sc.sk_base;
+      split_contributors[s.item].push_back(w);
+      const auto key = std::make_pair(w, sc.slot(w, i));
+      EXPECT_EQ(slot_owner.count(key), 0u) << "warp " << w << " slot " << key.second << " reused";
+      slot_owner[key] = s.item;
+    }
+    // A range is at least kStreamKMinSteps long unless the stream-K part runs out.
+    if (steps_in_range > 0 && sc.u1 < (c.n_items - sc.sk_base) * sc.U)
+      EXPECT_GE(steps_in_range, kStreamKMinSteps);
+  }
+  for (int item = 0; item < c.n_items; ++item)
+    for (int k = 0; k < c.nsteps; ++k)
+      EXPECT_EQ(covered[static_cast<size_t>(item) * c.nsteps + k], 1)
+          << "item " << item << " step " << k;
+  // Split items: contributors are exactly first_warp..last_warp (every warp computes the same
+  // numbers), and the counter keys (last_warp) are distinct.
+  std::set<int> counter_keys;
+  for (const auto& [item, warps] : split_contributors) {
+    const StreamKSched any(0, c.W, c.n_items, c.nsteps, c.unit);
+    const int i = item - any.sk_base;
+    const int wf = any.first_warp(i), wl = any.last_warp(i);
+    std::vector<int> want;
+    for (int v = wf; v <= wl; ++v) want.push_back(v);
+    EXPECT_EQ(warps, want) << "item " << item;
+    EXPECT_GE(warps.size(), 2u) << "item " << item << " split but one contributor";
+    EXPECT_TRUE(counter_keys.insert(wl).second) << "counter of warp " << wl << " shared";
+    for (int v : warps) {  // each contributor agrees on the slot where v keeps it
+      const StreamKSched sv(v, c.W, c.n_items, c.nsteps, c.unit);
+      EXPECT_EQ(sv.slot(v, i), any.slot(v, i));
+      EXPECT_EQ(slot_owner[std::make_pair(v, any.slot(v, i))], item);
+    }
+  }
+  return static_cast<int>(split_contributors.size());
+}
+
+TEST(StreamK, EveryStepOnceAndSplitBookkeeping) {
+  int splits = 0, cases = 0;
+  for (int unit : {1, 2})
+    for (int nsteps : {1, 2, 3, 4, 8, 16, 48, 96})
+      for (int W : {1, 2, 3, 7, 16, 56, 208, 2112})
+        for (int n_items : {0, 1, 2, 5, 16, 31, 100, 257, 1024, 4099}) {
+          if (nsteps % unit != 0) continue;
+          splits += check_case({n_items, W, nsteps, unit});
+          ++cases;
+          if (::testing::Test::HasFailure()) return;
+        }
+  EXPECT_GT(cases, 1000);
+  EXPECT_GT(splits, 1000) << "the sweep must exercise split items";
+}
+
+// The shapes the heuristic runs on the H200 (132 SMs x 16 warps): glm5 T 1 gate_up (8 tiles x
+// 128 row blocks, 48 NVFP4 steps) and down (8 x 192, 16 steps), FP8 down (unit 2).
+TEST(StreamK, DecodeShapes) {
+  EXPECT_GT(check_case({1024, 2112, 48, 1}), 0);
+  EXPECT_GT(check_case({1536, 2112, 16, 1}), 0);
+  EXPECT_GT(check_case({1536, 2112, 32, 2}), 0);
+  // T 1 gate_up: no whole round, every warp gets 23-24 steps.
+  const StreamKSched first(0, 2112, 1024, 48, 1);
+  EXPECT_EQ(first.rounds, 0);
+  EXPECT_EQ(first.q, 24);
+}
+
+}  // namespace
+}  // namespace moe::cuda::grouped
