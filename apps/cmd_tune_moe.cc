@@ -196,13 +196,9 @@ int cmd_tune_moe(int argc, char** argv, int first) {
       s.h = b.get(TK * I * 2, 0);
       s.out = static_cast<float*>(b.get(TK * D * 4, 0));
       const cuda::MoeShape shape{T, D, I, E, K, f};
-      cuda::GroupedSkSizes sk;  // the largest stream-K workspace of the candidates
-      for (const cuda::MoeKernelConfig& c : cuda::moe_candidate_configs(shape, lim)) {
-        const cuda::GroupedSkSizes z = cuda::grouped_sk_sizes(cuda::moe_launch(c, lim, f));
-        sk.counters = std::max(sk.counters, z.counters);
-        sk.partial_floats = std::max(sk.partial_floats, z.partial_floats);
-      }
-      s.sk_counters = static_cast<int32_t*>(b.get(std::max<int64_t>(2 * sk.counters, 1) * 4, 0));
+      const cuda::GroupedSkSizes sk =
+          cuda::moe_sk_sizes(cuda::moe_candidate_configs(shape, lim), lim, f);
+      s.sk_counters = static_cast<int32_t*>(b.get(std::max<int64_t>(sk.counters(), 1) * 4, 0));
       s.sk_partials = static_cast<float*>(b.get(std::max<int64_t>(sk.partial_floats, 1) * 4, 0));
       double best_us = 1e30;
       cuda::MoeKernelConfig best = cuda::moe_heuristic_config(shape, lim);

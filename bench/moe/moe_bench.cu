@@ -392,15 +392,10 @@ int main(int argc, char** argv) {
           fill_f32<<<256, 256>>>(x, R * sh.D, 0.5f);
           fill_f32<<<64, 256>>>(w, RK, 0.125f);
           CK(cudaMemcpy(idd, lr.ids.data(), RK * 4, cudaMemcpyHostToDevice));
-          GroupedSkSizes sk;  // the largest stream-K workspace of the candidates
-          for (const MoeKernelConfig& c : cands) {
-            const GroupedSkSizes z = grouped_sk_sizes(moe_launch(c, lim, L.fmt));
-            sk.counters = std::max(sk.counters, z.counters);
-            sk.partial_floats = std::max(sk.partial_floats, z.partial_floats);
-          }
+          const GroupedSkSizes sk = moe_sk_sizes(cands, lim, L.fmt);
           int32_t* sk_counters = nullptr;
           float* sk_partials = nullptr;
-          CK(cudaMalloc(&sk_counters, std::max<int64_t>(2 * sk.counters, 1) * 4));
+          CK(cudaMalloc(&sk_counters, std::max<int64_t>(sk.counters(), 1) * 4));
           CK(cudaMalloc(&sk_partials, std::max<int64_t>(sk.partial_floats, 1) * 4));
           GroupedScratch s{xa, slot, tiles, ntiles, h, out, sk_counters, sk_partials};
           const double bytes = lr.unique * L.expert_bytes + 2.0 * R * sh.D * 4;

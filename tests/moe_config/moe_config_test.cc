@@ -174,6 +174,26 @@ TEST(MoeConfig, HeuristicNvfp4TakesTheCpAsyncRing) {
   EXPECT_EQ(t1.warps_per_cta * t1.ctas_per_sm, 8);
 }
 
+// The stream-K workspace of a set of configurations is the largest of them: one counter per
+// warp of the grid and 2 slots x 32 lanes x 8*nb partial sums per warp; none without the ring.
+TEST(MoeConfig, StreamKWorkspaceIsTheLargestOfTheConfigs) {
+  const MoeDeviceLimits lim = limits(232448, 132);
+  const GroupedFmt f = GroupedFmt::kNvfp4;
+  const MoeKernelConfig streaming{1, 8, 1, false}, ring_small{1, 4, 2, true},
+      ring_big{2, 8, 2, true};
+  const GroupedSkSizes none = moe_sk_sizes({streaming}, lim, f);
+  EXPECT_EQ(none.warps, 0);
+  EXPECT_EQ(none.counters(), 0);
+  EXPECT_EQ(none.partial_floats, 0);
+  const GroupedSkSizes small = moe_sk_sizes({streaming, ring_small}, lim, f);
+  EXPECT_EQ(small.warps, 132 * 2 * 4);
+  EXPECT_EQ(small.counters(), 2 * 132 * 2 * 4);
+  EXPECT_EQ(small.partial_floats, 132 * 2 * 4 * 2 * 32 * 8);
+  const GroupedSkSizes big = moe_sk_sizes({ring_small, ring_big, streaming}, lim, f);
+  EXPECT_EQ(big.warps, 132 * 2 * 8);
+  EXPECT_EQ(big.partial_floats, 132 * 2 * 8 * 2 * 32 * 16);
+}
+
 TEST(MoeConfig, TuneCacheRoundTripAndFallback) {
   const DeviceInfo h200 = device("NVIDIA H200", 9, 0, 232448, 132);
   const MoeShape s{100, 6144, 2048, 256, 8, GroupedFmt::kFp8Block};

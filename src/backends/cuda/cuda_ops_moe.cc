@@ -123,8 +123,8 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
     s.h = scratch({TK, ge->I}, DType::kBF16).raw();
     s.out = scratch({TK, D}, DType::kF32).data<float>();
     const GroupedSkSizes sk = grouped_sk_sizes(l);
-    if (sk.counters > 0) {
-      s.sk_counters = scratch({2 * sk.counters}, DType::kI32).data<int32_t>();
+    if (sk.warps > 0) {
+      s.sk_counters = scratch({sk.counters()}, DType::kI32).data<int32_t>();
       s.sk_partials = scratch({sk.partial_floats}, DType::kF32).data<float>();
     }
     run_grouped_experts(*ge, y.data<float>(), y.stride(0), x.data<float>(), x.stride(0),

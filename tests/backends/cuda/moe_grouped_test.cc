@@ -140,8 +140,8 @@ class MoeGroupedTest : public ::testing::Test {
       s.h = dev_->poisoned({TK, I}, DType::kF32).raw();
       s.out = dev_->poisoned({TK, D}, DType::kF32).data<float>();
       const GroupedSkSizes sk = grouped_sk_sizes(l);
-      if (sk.counters > 0) {  // poisoned: the group kernel must zero the counters
-        s.sk_counters = dev_->poisoned({2 * sk.counters}, DType::kI32).data<int32_t>();
+      if (sk.warps > 0) {  // poisoned: the group kernel must zero the counters
+        s.sk_counters = dev_->poisoned({sk.counters()}, DType::kI32).data<int32_t>();
         s.sk_partials = dev_->poisoned({sk.partial_floats}, DType::kF32).data<float>();
       }
       run_grouped_experts(*ge, y.data<float>(), D, xd.data<float>(), D, idd.data<int32_t>(), K,

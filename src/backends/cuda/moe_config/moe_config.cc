@@ -126,7 +126,8 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   // 1650 / 2310 for the best streaming configuration). BF16 and FP8 gain at most 1-3% from it
   // (within the run-to-run spread) and keep register streaming.
   // When the gate_up items (expected touched experts x I/16) do not fill 16 warps per SM, 8 warps
-  // per SM in two 4-warp CTAs do better (T 1: 85 us against 110 with 16 warps).
+  // per SM in two 4-warp CTAs do better (T 1: 85 us against 110 with 16 warps; since stream-K
+  // spreads the items over every warp, 87 against 90).
   if (s.fmt == GroupedFmt::kNvfp4 && c.nb <= 2) {
     const double touched =
         s.E > 0 ? static_cast<double>(s.E) *
@@ -170,6 +171,17 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
     l.wgmma_min_tokens =
         static_cast<int>(f == GroupedFmt::kBf16 ? kWgmmaMinTokensBf16 : kWgmmaMinTokensQuant);
   return l;
+}
+
+GroupedSkSizes moe_sk_sizes(const std::vector<MoeKernelConfig>& configs, const MoeDeviceLimits& lim,
+                            GroupedFmt f) {
+  GroupedSkSizes m;
+  for (const MoeKernelConfig& c : configs) {
+    const GroupedSkSizes z = grouped_sk_sizes(moe_launch(c, lim, f));
+    m.warps = std::max(m.warps, z.warps);
+    m.partial_floats = std::max(m.partial_floats, z.partial_floats);
+  }
+  return m;
 }
 
 const char* moe_fmt_name(GroupedFmt f) {

@@ -75,6 +75,9 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
 // configuration also sends experts with many tokens of a call to the warpgroup-MMA GEMM
 // (GroupedLaunch::wgmma_min_tokens: the hybrid, decided per expert on the device).
 GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f);
+// The largest stream-K workspace of `configs` (one scratch for all of them: bench, tune-moe).
+GroupedSkSizes moe_sk_sizes(const std::vector<MoeKernelConfig>& configs, const MoeDeviceLimits& lim,
+                            GroupedFmt f);
 
 const char* moe_fmt_name(GroupedFmt f);
 // "NVIDIA H200|sm_90|D6144|I2048|E256|K8|T<=8|nvfp4": T is bucketed (powers of two).

@@ -79,8 +79,8 @@ GroupedSkSizes grouped_sk_sizes(const GroupedLaunch& l) {
   GroupedSkSizes z;
   if (!l.pipelined || l.tc || l.nb >= 8) return z;
   // The grid has at most sm_count * ctas_per_sm CTAs (fewer when occupancy is lower).
-  z.counters = static_cast<int64_t>(l.sm_count) * l.ctas_per_sm * l.warps_per_cta;
-  z.partial_floats = z.counters * 2 * 32 * (2 * l.nb * 4);  // 2 slots x lanes x accumulators
+  z.warps = static_cast<int64_t>(l.sm_count) * l.ctas_per_sm * l.warps_per_cta;
+  z.partial_floats = z.warps * 2 * 32 * (2 * l.nb * 4);  // 2 slots x lanes x accumulators
   return z;
 }
 

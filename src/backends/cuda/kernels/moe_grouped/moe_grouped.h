@@ -128,12 +128,13 @@ struct MoeGemmParams {
   int32_t* sk_counters = nullptr;
 };
 
-// Stream-K workspace of one pipelined GEMM launch with `l` (zero for other kernels): counters
-// (int32) and partial sums (f32). A grouped call needs the counters of both GEMMs and one
-// partials buffer (the GEMMs run one after the other).
+// Stream-K workspace of a grouped call with launch `l` (all zero unless pipelined): one counter
+// per warp of the grid for each GEMM (gate_up's, then down's) and one partials buffer (the
+// GEMMs run one after the other).
 struct GroupedSkSizes {
-  int64_t counters = 0;
-  int64_t partial_floats = 0;
+  int64_t warps = 0;           // upper bound on the grid's warps: counters per GEMM
+  int64_t partial_floats = 0;  // f32
+  int64_t counters() const { return 2 * warps; }  // int32
 };
 GroupedSkSizes grouped_sk_sizes(const GroupedLaunch& l);
 

@@ -150,11 +150,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     gp.num_big = s.num_tiles + 1;
   }
   const GroupedSkSizes sk = grouped_sk_sizes(l);
-  if (sk.counters > 0) {
+  if (sk.warps > 0) {
     MOE_CHECK(s.sk_counters != nullptr && s.sk_partials != nullptr)
         << "moe_experts: the pipelined launch needs GroupedScratch::sk_counters / sk_partials";
     gp.zero = s.sk_counters;
-    gp.zero_count = 2 * sk.counters;
+    gp.zero_count = sk.counters();
   }
   launch_moe_group(gp, stream);
 
@@ -189,7 +189,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   p2.route_w = route_w;
   p2.route_w_stride = route_w_stride;
   p2.out = s.out;
-  gemm(p2, sk.counters > 0 ? s.sk_counters + sk.counters : nullptr);
+  gemm(p2, sk.warps > 0 ? s.sk_counters + sk.warps : nullptr);
 
   launch_moe_combine(y, y_stride, s.out, ids, ids_stride, T, ge.D, K, ge.E, stream);
 }

@@ -34,8 +34,7 @@ struct GroupedScratch {
   void* h = nullptr;               // [T*K, I] 16-bit
   float* out = nullptr;            // [T*K, D]
   // Stream-K workspace of the pipelined GEMMs (sizes: grouped_sk_sizes(launch); none needed
-  // otherwise): 2 x counters int32 (gate_up's, then down's; zeroed by the group kernel) and
-  // partial_floats f32.
+  // otherwise): counters() int32 (zeroed by the group kernel) and partial_floats f32.
   int32_t* sk_counters = nullptr;
   float* sk_partials = nullptr;
 };
