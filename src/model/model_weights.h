@@ -62,7 +62,8 @@ struct ModelWeights {
 // Validates the checkpoint against the manifest (all problems in one error), then binds each
 // tensor as `ops.upload` places it (the reference backend reads the mmapped file directly).
 // Quantized matrices keep their stored codes and scales (ops::Weight format, scale,
-// global_scale, input_scale; the F32 scalars are read on the host here).
+// global_scale, input_scale; the F32 scalars are read on the host here); each MoE layer's
+// experts then go through ops.prepare_experts (the backend may rearrange them).
 Result<ModelWeights> bind_weights(const ModelConfig& cfg, const io::Checkpoint& ckpt,
                                   ops::Ops& ops);
 

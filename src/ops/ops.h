@@ -108,6 +108,12 @@ class Ops {
   // Copies a contiguous tensor of this backend to host memory; waits for pending ops.
   virtual void copy_to_host(void* dst, ConstTensorView src) = 0;
 
+  // Once per MoE layer at load, after its expert weights are uploaded and before any forward:
+  // lets the backend rearrange them in its memory for its moe_experts kernels (hidden size D),
+  // recording the arrangement in the Weight fields (Weight::scale_layout). Weights it changed
+  // are then only for this backend's moe_experts. Default: nothing.
+  virtual void prepare_experts(std::span<ExpertWeights> experts, int64_t D) {}
+
   // y[t, :] = table[ids[t], :]. ids: [T] i32 (MOE_CHECKed in range), table: [V, D], y: [T, D].
   virtual void embed(TensorView y, ConstTensorView ids, ConstTensorView table) = 0;
 

@@ -5,9 +5,11 @@
 // activations' k order is the one the pairs need.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <vector>
 
 #include "backends/cuda/kernels/moe_grouped/dequant_bits.h"
 
@@ -106,6 +108,28 @@ TEST(DequantBits, Nvfp4ActivationOrderMatchesThePairs) {
     EXPECT_EQ(act_index(GroupedFmt::kNvfp4, act_index(GroupedFmt::kNvfp4, k)), k);  // involution
     EXPECT_EQ(act_index(GroupedFmt::kBf16, k), k);
     EXPECT_EQ(act_index(GroupedFmt::kFp8Block, k), k);
+  }
+}
+
+// NVFP4 scale layouts: row-major is the checkpoint's [N][Kd/16]; the tiled one is a permutation
+// of the same bytes in which the scales of 16 rows x one 128-k step are 128 contiguous bytes,
+// steps of a 16-row block one after the other, blocks one after the other.
+TEST(DequantBits, Nvfp4ScaleLayouts) {
+  for (int64_t Kd : {int64_t{128}, int64_t{384}, int64_t{6144}}) {
+    const int64_t N = 48, G = Kd / 16, n = N * G;
+    const Nvfp4ScaleStrides rm = nvfp4_scale_strides(false, Kd), tl = nvfp4_scale_strides(true, Kd);
+    std::vector<int> seen(n, 0);
+    for (int64_t r = 0; r < N; ++r)
+      for (int64_t j = 0; j < G; ++j) {
+        EXPECT_EQ(nvfp4_scale_offset(rm, Kd, r, j), r * G + j) << "Kd " << Kd;
+        const int64_t o = nvfp4_scale_offset(tl, Kd, r, j);
+        ASSERT_GE(o, 0);
+        ASSERT_LT(o, n);
+        ++seen[o];
+        // tile (r / 16, j / 8) starts at ((r / 16) * (Kd / 128) + j / 8) * 128
+        EXPECT_EQ(o, ((r / 16) * (Kd / 128) + j / 8) * 128 + (r % 16) * 8 + j % 8) << "Kd " << Kd;
+      }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), n) << "not a permutation, Kd " << Kd;
   }
 }
 

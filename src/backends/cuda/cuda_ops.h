@@ -91,6 +91,10 @@ class CudaOps final : public ops::Ops {
   Tensor upload(const Tensor& host) override;
   void copy_from_host(TensorView dst, const void* src) override;
   void copy_to_host(void* dst, ConstTensorView src) override;
+  // NVFP4 experts the grouped path takes: scales rearranged in place into the tiled layout
+  // (ops::ScaleLayout::kNvfp4Tiled, kernels/moe_grouped/dequant_bits.h); others unchanged.
+  // Synchronises the stream (load time only).
+  void prepare_experts(std::span<ops::ExpertWeights> experts, int64_t D) override;
   void embed(TensorView y, ConstTensorView ids, ConstTensorView table) override;
   void linear(TensorView y, ConstTensorView x, const ops::Weight& w) override;
   void rms_norm(TensorView y, ConstTensorView x, ConstTensorView gamma, float eps) override;

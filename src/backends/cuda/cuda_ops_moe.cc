@@ -9,8 +9,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
+#include <cuda_runtime.h>
+
+#include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/kernels/moe_experts/moe_experts.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
@@ -90,6 +94,37 @@ void CudaOps::moe_route(TensorView ids, TensorView weights, ConstTensorView logi
   p.norm_topk_prob = rp.norm_topk_prob;
   p.routed_scaling_factor = rp.routed_scaling_factor;
   launch_moe_route(p, stream_);
+}
+
+void CudaOps::prepare_experts(std::span<ops::ExpertWeights> experts, int64_t D) {
+  GroupedExperts ge;
+  std::string why;
+  if (experts.empty() || !resolve_grouped_experts(experts, D, &ge, &why) ||
+      ge.fmt != GroupedFmt::kNvfp4 || ge.gate_up.nvfp4_tiled_scales)
+    return;  // not the grouped NVFP4 path, or already prepared
+  MOE_CHECK(!capturing()) << "prepare_experts while the stream is captured (load time only)";
+  for (const ops::ExpertWeights& ew : experts)
+    for (const ops::Weight* w : {&ew.gate, &ew.up, &ew.down})
+      MOE_CHECK(w->scale.device() == Device::kCuda)
+          << "prepare_experts: NVFP4 scales " << w->scale.shape().to_string()
+          << " are not in this backend's memory (upload them first)";
+  // Matrices shared between experts (tests reuse one) are rearranged once.
+  std::unordered_set<const void*> done;
+  Tensor tmp = allocate({std::max(ge.I, ge.D) * std::max(ge.I, ge.D) / 16}, DType::kU8, false);
+  for (ops::ExpertWeights& ew : experts)
+    for (ops::Weight* w : {&ew.gate, &ew.up, &ew.down}) {
+      if (done.insert(w->scale.raw()).second) {
+        // The backend owns this memory (upload) and no forward has read it yet.
+        auto* s = static_cast<uint8_t*>(const_cast<void*>(w->scale.raw()));
+        const int64_t N = w->rows(), Kd = w->cols(), n = N * Kd / 16;
+        launch_nvfp4_tile_scales(tmp.data<uint8_t>(), s, N, Kd, stream_);
+        MOE_CUDA_CHECK(cudaMemcpyAsync(s, tmp.data<uint8_t>(), static_cast<size_t>(n),
+                                       cudaMemcpyDeviceToDevice, stream_),
+                       "prepare_experts");
+      }
+      w->scale_layout = ops::ScaleLayout::kNvfp4Tiled;
+    }
+  MOE_CUDA_CHECK(cudaStreamSynchronize(stream_), "prepare_experts");
 }
 
 void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,

@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "backends/cuda/kernels/moe_grouped/dequant_bits.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
 #include "backends/cuda/moe_config/moe_config.h"
 #include "backends/reference/reference_ops.h"
@@ -94,6 +95,14 @@ class MoeGroupedTest : public ::testing::Test {
       ew_h.push_back({mats[3 * e].host, mats[3 * e + 1].host, mats[3 * e + 2].host});
       ew_d.push_back({mats[3 * e].dev, mats[3 * e + 1].dev, mats[3 * e + 2].dev});
     }
+    if (prepare_) {  // CudaOps::prepare_experts: NVFP4 scales tiled in place, others untouched
+      ops_->prepare_experts(ew_d, D);
+      const ops::ScaleLayout want_layout =
+          f == Fmt::kNvfp4 ? ops::ScaleLayout::kNvfp4Tiled : ops::ScaleLayout::kRowMajor;
+      for (const ops::ExpertWeights& ew : ew_d)
+        for (const ops::Weight* w : {&ew.gate, &ew.up, &ew.down})
+          EXPECT_EQ(w->scale_layout, want_layout) << name(f);
+    }
     Tensor x = randn({T, D}, 7 + T);
     std::vector<int32_t> ids(T * K);
     std::mt19937 rng(T * 31 + E);
@@ -171,6 +180,7 @@ class MoeGroupedTest : public ::testing::Test {
 
   int sm_override_ = 0;
   int64_t bad_every_ = 0;
+  bool prepare_ = false;
 
   ThreadPool pool_{8};
   reference::ReferenceOps ref_{pool_};
@@ -357,6 +367,96 @@ TEST_F(MoeGroupedTest, HeuristicTakesTileGemm) {
   EXPECT_TRUE(moe_heuristic_config(s, moe_limits(ops_->device())).tc);
   check(Fmt::kBf16, 2048, 256, 128, 8, 2);
   check(Fmt::kBf16, 1023, 384, 256, 4, 1);
+}
+
+// NVFP4 scales in the tiled layout (CudaOps::prepare_experts, dequant_bits.h) give bit for bit
+// the row-major results with every GEMM kernel: register streaming, the cp.async ring (with
+// stream-K splits on a small grid), the warpgroup-MMA GEMM and the hybrid; BF16/FP8 experts
+// stay as they are.
+TEST_F(MoeGroupedTest, TiledNvfp4ScalesMatchRowMajor) {
+  const bool sm90 = ops_->device().cc_major == 9 && ops_->device().cc_minor == 0;
+  struct Case {
+    int64_t T, D, I, E, K;
+    std::optional<Launch> l;
+    int sms;
+  };
+  std::vector<Case> cases = {
+      {5, 256, 128, 16, 4, std::nullopt, 0},  // CudaOps::moe_experts, heuristic
+      {64, 384, 256, 8, 4, std::nullopt, 0},
+      {45, 384, 256, 8, 4, Launch{.nb = 1}, 0},
+      {45, 640, 384, 8, 2, Launch{.nb = 2}, 0},
+      {200, 256, 128, 4, 2, Launch{.nb = 4}, 0},
+      {45, 384, 256, 8, 4, Launch{.nb = 1, .pipelined = true}, 0},
+      {300, 640, 384, 8, 2, Launch{.nb = 2, .pipelined = true}, 0},
+      {37, 384, 256, 8, 4, Launch{.nb = 1, .warps_per_cta = 4, .pipelined = true}, 3},  // split
+  };
+  if (sm90) {
+    cases.push_back({300, 256, 128, 8, 2, Launch{.nb = 16, .tc = true, .wgmma = true}, 0});
+    cases.push_back({200, 640, 384, 8, 2, Launch{.nb = 2, .wgmma_min_tokens = 40}, 0});
+  }
+  for (Fmt f : {Fmt::kNvfp4, Fmt::kFp8})
+    for (const Case& c : cases) {
+      sm_override_ = c.sms;
+      prepare_ = false;
+      const Tensor a = check(f, c.T, c.D, c.I, c.E, c.K, Routing::kRandom, c.l);
+      prepare_ = true;
+      const Tensor b = check(f, c.T, c.D, c.I, c.E, c.K, Routing::kRandom, c.l);
+      ASSERT_TRUE(a.defined() && b.defined());
+      EXPECT_EQ(std::memcmp(a.data<float>(), b.data<float>(), a.nbytes()), 0)
+          << name(f) << " T " << c.T << " D " << c.D << " I " << c.I << " launch "
+          << (c.l ? c.l->nb : 0) << " pipelined " << (c.l && c.l->pipelined);
+    }
+  sm_override_ = 0;
+  prepare_ = false;
+}
+
+// prepare_experts on a layer whose experts share matrices (one matrix object, several experts)
+// tiles each matrix once, and a second call changes nothing.
+TEST_F(MoeGroupedTest, PrepareExpertsTilesSharedMatricesOnce) {
+  const int64_t T = 9, D = 384, I = 256, E = 6, K = 3;
+  const Mat g = make(Fmt::kNvfp4, I, D, 11), u = make(Fmt::kNvfp4, I, D, 12),
+            d = make(Fmt::kNvfp4, D, I, 13), d2 = make(Fmt::kNvfp4, D, I, 14);
+  std::vector<ops::ExpertWeights> ew_h, ew_d;
+  for (int64_t e = 0; e < E; ++e) {  // experts 0..5 share gate/up; down alternates d, d2
+    ew_h.push_back({g.host, u.host, e % 2 ? d2.host : d.host});
+    ew_d.push_back({g.dev, u.dev, e % 2 ? d2.dev : d.dev});
+  }
+  Tensor x = randn({T, D}, 5);
+  std::vector<int32_t> ids(T * K);
+  for (int64_t t = 0; t < T; ++t)  // distinct experts per token
+    for (int64_t k = 0; k < K; ++k) ids[t * K + k] = static_cast<int32_t>((t + 2 * k) % E);
+  Tensor ids_h = i32(ids, {T, K}), wts = randn({T, K}, 6, 0.5f);
+  Tensor want = Tensor::empty({T, D}, DType::kF32);
+  ref_.moe_experts(want.view(), x.view(), ids_h.view(), wts.view(), ew_h);
+  TensorView xd = dev_->to_device(x), idd = dev_->to_device(ids_h), wd = dev_->to_device(wts);
+  for (int round = 0; round < 2; ++round) {
+    ops_->prepare_experts(ew_d, D);
+    for (const ops::ExpertWeights& ew : ew_d)
+      EXPECT_EQ(ew.down.scale_layout, ops::ScaleLayout::kNvfp4Tiled);
+    TensorView y = dev_->poisoned({T, D}, DType::kF32);
+    ops_->moe_experts(y, xd, idd, wd, ew_d);
+    EXPECT_LE(rel_error(dev_->to_host(y), want), kTolGrouped) << "round " << round;
+  }
+}
+
+// The load-time rearrangement against the layout's definition (dequant_bits.h), byte for byte.
+TEST_F(MoeGroupedTest, TileScalesKernelMatchesTheLayout) {
+  for (auto [N, Kd] : {std::pair<int64_t, int64_t>{16, 128}, {48, 384}, {2048, 6144}}) {
+    const int64_t n = N * Kd / 16;
+    Tensor src = Tensor::empty({n}, DType::kU8);
+    std::mt19937 rng(static_cast<uint32_t>(N + Kd));
+    for (int64_t i = 0; i < n; ++i) src.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
+    TensorView s = dev_->to_device(src), dst = dev_->poisoned({n}, DType::kU8);
+    launch_nvfp4_tile_scales(dst.data<uint8_t>(), s.data<uint8_t>(), N, Kd, ops_->stream());
+    const Tensor got = dev_->to_host(dst);
+    const grouped::Nvfp4ScaleStrides tl = grouped::nvfp4_scale_strides(true, Kd);
+    int64_t bad = 0;
+    for (int64_t r = 0; r < N; ++r)
+      for (int64_t j = 0; j < Kd / 16; ++j)
+        bad += got.data<uint8_t>()[grouped::nvfp4_scale_offset(tl, Kd, r, j)] !=
+               src.data<uint8_t>()[r * (Kd / 16) + j];
+    EXPECT_EQ(bad, 0) << "N " << N << " Kd " << Kd;
+  }
 }
 
 TEST_F(MoeGroupedTest, GlmShapeSmallBatch) {  // real widths (D 6144, I 2048), few experts

@@ -49,6 +49,24 @@ TEST_F(ReferenceOpsTest, LinearWithBf16WeightsMatchesDirectSum) {
     }
 }
 
+// Scales a backend rearranged for its own MoE kernels (ops::ScaleLayout::kNvfp4Tiled) are not
+// the checkpoint's: the reference refuses them instead of computing with permuted scales.
+TEST(ReferenceOpsDeathTest, RefusesTiledNvfp4Scales) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the pool's threads
+  Tensor codes = Tensor::zeros({16, 64}, DType::kU8),
+         scale = Tensor::zeros({16, 8}, DType::kF8E4M3);
+  ops::Weight w;
+  w.format = ops::WeightFormat::kNvfp4;
+  w.data = codes.cview();
+  w.scale = scale.cview();
+  Tensor x = randn({1, 128}, 3), y = Tensor::empty({1, 16}, DType::kF32);
+  ThreadPool pool{1};
+  ReferenceOps ops{pool};
+  ops.linear(y.view(), x.view(), w);  // row-major: fine
+  w.scale_layout = ops::ScaleLayout::kNvfp4Tiled;
+  EXPECT_DEATH(ops.linear(y.view(), x.view(), w), "tiled layout");
+}
+
 // Grouped routing: 8 experts in 4 groups, 2 groups kept. Expert 7 has the best single score
 // but its group (3) loses on the sum of its top-2, so it must not be chosen.
 TEST_F(ReferenceOpsTest, GroupLimitedRoutingFollowsGroupScores) {

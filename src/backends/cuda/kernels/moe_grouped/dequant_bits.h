@@ -57,6 +57,26 @@ MOE_DQ_HD int64_t act_index(GroupedFmt f, int64_t k) {
   return k;
 }
 
+// NVFP4 block scales of an [N, Kd] matrix (one e4m3 per row and 16-k group j < Kd/16), in one
+// of two layouts:
+// - row-major [N][Kd/16]: the checkpoint's;
+// - tiled [N/16][Kd/128][16 rows][8 groups] (N % 16 == 0, Kd % 128 == 0): what
+//   CudaOps::prepare_experts makes of grouped experts' scales at load. A warp's k-step (16 rows
+//   x 128 k of one matrix) then reads 128 contiguous bytes and an item's scales are one
+//   sequential stream, instead of 8 bytes from each of 16 rows Kd/16 bytes apart (H200, glm5
+//   layer at T 8 / 64 / 256: 65 / 68 / 47% -> 71 / 75 / 56% of 4.8 TB/s, docs/perf.md).
+// Both are offset(r, j) = (r / 16) * Kd + (j / 8) * kstep + (r % 16) * row + j % 8.
+struct Nvfp4ScaleStrides {
+  int64_t kstep;  // bytes between the 8-group blocks of one row (8 k-steps of 16)
+  int64_t row;    // bytes between consecutive rows of a 16-row block
+};
+MOE_DQ_HD Nvfp4ScaleStrides nvfp4_scale_strides(bool tiled, int64_t Kd) {
+  return tiled ? Nvfp4ScaleStrides{128, 8} : Nvfp4ScaleStrides{8, Kd / 16};
+}
+MOE_DQ_HD int64_t nvfp4_scale_offset(const Nvfp4ScaleStrides& s, int64_t Kd, int64_t r, int64_t j) {
+  return (r >> 4) * Kd + (j >> 3) * s.kstep + (r & 15) * s.row + (j & 7);
+}
+
 }  // namespace moe::cuda::grouped
 
 #undef MOE_DQ_HD

@@ -151,6 +151,19 @@ __global__ void __launch_bounds__(kGroupThreads)
   }
 }
 
+// ---- load time: NVFP4 scales, row-major -> tiled (dequant_bits.h) ----
+
+__global__ void __launch_bounds__(256)
+    nvfp4_tile_scales_kernel(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd) {
+  const int64_t groups = Kd / 16, n = N * groups;
+  const Nvfp4ScaleStrides tiled = nvfp4_scale_strides(true, Kd);
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < n;
+       u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = u / groups, j = u % groups;
+    dst[nvfp4_scale_offset(tiled, Kd, r, j)] = src[u];
+  }
+}
+
 // ---- grouped GEMM ----
 
 // One warp's work item: a tile of <= 8*NB tokens of expert e and 16 rows of each of its two
@@ -189,12 +202,14 @@ __device__ __forceinline__ const uint8_t* weight_row(const MoeGemmParams& p, int
   const int64_t r = rbase + g + 8 * h;
   return static_cast<const uint8_t*>(p.w[GU ? t : 0][e]) + r * Fmt<F>::row_bytes(p.Kd) + c * 16;
 }
-// Start of the nvfp4 scale row (Kd/16 bytes) of the same row.
+// The nvfp4 scales of the same row at k-step 0: 8 bytes per k-step of 128, those of step ks
+// ks * ss.kstep bytes further, in either layout (dequant_bits.h). rbase % 16 == 0.
 template <bool GU>
-__device__ __forceinline__ const uint8_t* scale_row(const MoeGemmParams& p, int e, int64_t rbase,
-                                                    int t, int h, int g) {
-  const int64_t r = rbase + g + 8 * h;
-  return static_cast<const uint8_t*>(p.s[GU ? t : 0][e]) + r * (p.Kd / 16);
+__device__ __forceinline__ const uint8_t* scale_row(const MoeGemmParams& p,
+                                                    const Nvfp4ScaleStrides& ss, int e,
+                                                    int64_t rbase, int t, int h, int g) {
+  return static_cast<const uint8_t*>(p.s[GU ? t : 0][e]) +
+         nvfp4_scale_offset(ss, p.Kd, rbase + g + 8 * h, 0);
 }
 
 // Activations of k-step ks (B fragments of every token column). The pipelined kernel loads them
@@ -319,6 +334,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
   const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * row_blocks;
   const int64_t nsteps = p.Kd / Tr::kStepK;
   constexpr int U = kUnroll<NB>;
+  const Nvfp4ScaleStrides ss = nvfp4_scale_strides(p.nvfp4_tiled_scales, p.Kd);
 
   for (int64_t item = static_cast<int64_t>(blockIdx.x) * wpb + (threadIdx.x >> 5); item < n_items;
        item += warps_total) {
@@ -330,8 +346,9 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         wrow[t][h] = weight_row<F, GU>(p, it.e, it.rbase[t], t, h, g, c);
-        srow[t][h] = F == GroupedFmt::kNvfp4 ? scale_row<GU>(p, it.e, it.rbase[t], t, h, g) + 2 * c
-                                             : nullptr;
+        srow[t][h] = F == GroupedFmt::kNvfp4
+                         ? scale_row<GU>(p, ss, it.e, it.rbase[t], t, h, g) + 2 * c
+                         : nullptr;
       }
     float acc[2][NB][4] = {};
     float tacc[2][NB][4] = {};  // fp8: partial sums of the current 128-k block
@@ -344,7 +361,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
         for (int h = 0; h < 2; ++h) {
           W[u][t][h] = ld_stream(wrow[t][h] + ks * 64);
           if constexpr (F == GroupedFmt::kNvfp4)
-            S[u][t][h] = __ldg(reinterpret_cast<const uint16_t*>(srow[t][h] + ks * 8));
+            S[u][t][h] = __ldg(reinterpret_cast<const uint16_t*>(srow[t][h] + ks * ss.kstep));
           else
             S[u][t][h] = 0;
         }
@@ -445,6 +462,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
                         static_cast<int>(*p.num_tiles * row_blocks), nsteps, kUnit);
   const uint4* ring = smem + (threadIdx.x >> 5) * (kGroupedPipeWarpBytes / 16);
   const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + lane * 16;
+  const Nvfp4ScaleStrides ss = nvfp4_scale_strides(p.nvfp4_tiled_scales, p.Kd);
 
   // Loader cursor: segment lj, next k-step lk (segment ends at lke), this lane's source rows at
   // step lk.
@@ -464,7 +482,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
       for (int h = 0; h < 2; ++h) {
         lw[t][h] = weight_row<F, GU>(p, e, rbase, t, h, g, c) + s.kb * 64;
         ls[t][h] = F == GroupedFmt::kNvfp4
-                       ? scale_row<GU>(p, e, rbase, t, h, g) + (c >> 1) * 4 + s.kb * 8
+                       ? scale_row<GU>(p, ss, e, rbase, t, h, g) + (c >> 1) * 4 + s.kb * ss.kstep
                        : nullptr;
       }
     }
@@ -481,7 +499,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
           lw[t][h] += 64;
           if constexpr (F == GroupedFmt::kNvfp4) {
             cp_async4(dst + 2048 - lane * 12 + (t * 2 + h) * 128, ls[t][h]);
-            ls[t][h] += 8;
+            ls[t][h] += ss.kstep;
           }
         }
       if (++lk == lke && ++lj < sc.nseg) aim(lj);

@@ -215,7 +215,10 @@ __device__ __forceinline__ ItemSrc<F, BN, GU> item_src(const MoeGemmParams& p, i
     if constexpr (F == GroupedFmt::kFp8Block)
       s.s[i] = static_cast<const float*>(p.s[m][s.e]) + (wr / 128) * (p.Kd / 128);
     else if constexpr (F == GroupedFmt::kNvfp4)
-      s.s[i] = static_cast<const uint8_t*>(p.s[m][s.e]) + wr * (p.Kd / 16) + q * 2;
+      s.s[i] = static_cast<const uint8_t*>(p.s[m][s.e]) +
+               grouped::nvfp4_scale_offset(grouped::nvfp4_scale_strides(p.nvfp4_tiled_scales, p.Kd),
+                                           p.Kd, wr, 0) +
+               q * 2;
     else
       s.s[i] = nullptr;
   }
@@ -247,6 +250,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t n_blocks = GU ? p.N / (BN / 2) : p.N / BN;
   const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * n_blocks;
   const int64_t ksteps = p.Kd / kBK;
+  // nvfp4: a k-block of 64 is half of a scale layout's 8-group block (dequant_bits.h).
+  static_assert(kBK == 64);
+  const int64_t s_kstep = grouped::nvfp4_scale_strides(p.nvfp4_tiled_scales, p.Kd).kstep;
   const uint32_t a_dst = swz(tid >> 3, tid & 7);
 
   auto load_a = [&](const ItemSrc<F, BN, GU>& s, int64_t ks, int stage) {
@@ -271,8 +277,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         if constexpr (F == GroupedFmt::kFp8Block)
           R.sf[i] = __ldg(static_cast<const float*>(s.s[i]) + (ks * kBK) / 128);
         else
-          R.sn[i] = __ldg(reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(s.s[i]) +
-                                                            ks * (kBK / 16)));
+          R.sn[i] = __ldg(reinterpret_cast<const uint16_t*>(
+              static_cast<const uint8_t*>(s.s[i]) + (ks >> 1) * s_kstep + (ks & 1) * (kBK / 16)));
       }
     }
   };
