@@ -110,7 +110,7 @@ void CudaOps::prepare_experts(std::span<ops::ExpertWeights> experts, int64_t D) 
           << " are not in this backend's memory (upload them first)";
   // Matrices shared between experts (tests reuse one) are rearranged once.
   std::unordered_set<const void*> done;
-  Tensor tmp = allocate({std::max(ge.I, ge.D) * std::max(ge.I, ge.D) / 16}, DType::kU8, false);
+  Tensor tmp = allocate({ge.I * ge.D / 16}, DType::kU8, false);  // one matrix's scales
   for (ops::ExpertWeights& ew : experts)
     for (ops::Weight* w : {&ew.gate, &ew.up, &ew.down}) {
       if (done.insert(w->scale.raw()).second) {
