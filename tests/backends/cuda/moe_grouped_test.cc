@@ -155,6 +155,16 @@ class MoeGroupedTest : public ::testing::Test {
       }
       run_grouped_experts(*ge, y.data<float>(), D, xd.data<float>(), D, idd.data<int32_t>(), K,
                           wd.data<float>(), K, T, K, s, l, ops_->stream());
+      // Grouping is stable: each expert's slots in increasing slot order (no atomics order),
+      // experts in increasing id order; slots with bad ids are left out.
+      std::vector<int32_t> want_order;
+      for (int64_t e = 0; e < E; ++e)
+        for (int64_t slot = 0; slot < TK; ++slot)
+          if (ids_dev[slot] == e) want_order.push_back(static_cast<int32_t>(slot));
+      const Tensor order =
+          dev_->to_host(TensorView(s.sorted_slot, DType::kI32, {TK}, Device::kCuda));
+      EXPECT_TRUE(std::equal(want_order.begin(), want_order.end(), order.data<int32_t>()))
+          << name(f) << " T " << T << ": sorted_slot is not the stable order";
     }
     Tensor got = dev_->to_host(y);
     if (bad_every_ > 0) {  // bad rows: all NaN, then excluded from the comparison

@@ -111,11 +111,34 @@ __global__ void __launch_bounds__(kGroupThreads)
       for (int j = 0; j < nt; ++j)
         list[first + j] = make_int4(e, ex.x + j * tt, min(tt, c - j * tt), 0);
     }
+    // Stable placement: an expert's slots in increasing slot order, whatever the timing (a
+    // token's result must not depend on which tile it lands in: stream-K sums split items in
+    // another order than whole ones). Rounds of blockDim slots: rank = slots of the expert in
+    // earlier rounds (cur) + in lower warps of this round (wcnt) + in lower lanes (match mask).
+    __shared__ int wcnt[kGroupThreads / 32][kMaxGroupedExperts];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (int i = threadIdx.x; i < (kGroupThreads / 32) * kMaxGroupedExperts; i += blockDim.x)
+      wcnt[i / kMaxGroupedExperts][i % kMaxGroupedExperts] = 0;
     __syncthreads();
-    for (int64_t s = threadIdx.x; s < TK; s += blockDim.x) {
-      const int32_t ee = p.ids[(s / p.K) * p.ids_stride + s % p.K];
-      if (ee >= 0 && ee < p.E)
-        p.sorted_slot[off[ee] + atomicAdd(&cur[ee], 1)] = static_cast<int32_t>(s);
+    for (int64_t base = 0; base < TK; base += blockDim.x) {
+      const int64_t s = base + threadIdx.x;
+      int32_t ee = s < TK ? p.ids[(s / p.K) * p.ids_stride + s % p.K] : -1;
+      if (ee < 0 || ee >= p.E) ee = -1;
+      const unsigned same = __match_any_sync(0xffffffffu, ee);
+      const bool leader = lane == __ffs(same) - 1;
+      if (ee >= 0 && leader) wcnt[warp][ee] = __popc(same);
+      __syncthreads();
+      if (ee >= 0) {
+        int rank = cur[ee] + __popc(same & ((1u << lane) - 1u));
+        for (int w = 0; w < warp; ++w) rank += wcnt[w][ee];
+        p.sorted_slot[off[ee] + rank] = static_cast<int32_t>(s);
+      }
+      __syncthreads();
+      if (ee >= 0 && leader) {
+        atomicAdd(&cur[ee], __popc(same));
+        wcnt[warp][ee] = 0;
+      }
+      __syncthreads();
     }
     return;
   }
