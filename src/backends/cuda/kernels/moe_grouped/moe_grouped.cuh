@@ -83,8 +83,14 @@ __global__ void __launch_bounds__(kGroupThreads)
   if (blockIdx.x == 0) {
     __shared__ int cnt[kMaxGroupedExperts], cur[kMaxGroupedExperts], off[kMaxGroupedExperts];
     __shared__ int2 red[32], total;
+    // Per warp of a placement round, slots per expert (see below).
+    __shared__ int wcnt[kGroupThreads / 32][kMaxGroupedExperts];
     const int64_t TK = p.T * p.K;
+    const bool one_round = TK <= 32;  // placed by warp 0 alone, without wcnt
     for (int e = threadIdx.x; e < kMaxGroupedExperts; e += blockDim.x) cnt[e] = 0, cur[e] = 0;
+    if (!one_round)
+      for (int i = threadIdx.x; i < (kGroupThreads / 32) * kMaxGroupedExperts; i += blockDim.x)
+        wcnt[i / kMaxGroupedExperts][i % kMaxGroupedExperts] = 0;
     __syncthreads();
     for (int64_t s = threadIdx.x; s < TK; s += blockDim.x) {
       const int32_t e = p.ids[(s / p.K) * p.ids_stride + s % p.K];
@@ -111,15 +117,21 @@ __global__ void __launch_bounds__(kGroupThreads)
       for (int j = 0; j < nt; ++j)
         list[first + j] = make_int4(e, ex.x + j * tt, min(tt, c - j * tt), 0);
     }
+    __syncthreads();  // off[] (and the zeroed wcnt) before the placement
     // Stable placement: an expert's slots in increasing slot order, whatever the timing (a
     // token's result must not depend on which tile it lands in: stream-K sums split items in
     // another order than whole ones). Rounds of blockDim slots: rank = slots of the expert in
     // earlier rounds (cur) + in lower warps of this round (wcnt) + in lower lanes (match mask).
-    __shared__ int wcnt[kGroupThreads / 32][kMaxGroupedExperts];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    for (int i = threadIdx.x; i < (kGroupThreads / 32) * kMaxGroupedExperts; i += blockDim.x)
-      wcnt[i / kMaxGroupedExperts][i % kMaxGroupedExperts] = 0;
-    __syncthreads();
+    if (one_round) {  // decode batches up to 32 slots: one warp, no block barriers
+      if (warp == 0) {
+        int32_t ee = lane < TK ? p.ids[(lane / p.K) * p.ids_stride + lane % p.K] : -1;
+        if (ee < 0 || ee >= p.E) ee = -1;
+        const unsigned same = __match_any_sync(0xffffffffu, ee);
+        if (ee >= 0) p.sorted_slot[off[ee] + __popc(same & ((1u << lane) - 1u))] = lane;
+      }
+      return;
+    }
     for (int64_t base = 0; base < TK; base += blockDim.x) {
       const int64_t s = base + threadIdx.x;
       int32_t ee = s < TK ? p.ids[(s / p.K) * p.ids_stride + s % p.K] : -1;
