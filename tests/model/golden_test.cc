@@ -173,5 +173,42 @@ TEST_P(GoldenTest, PerturbingOneExpertBreaksTheMatch) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest,
                          ::testing::Values("glm_moe_dsa", "deepseek_v3", "deepseek_v32"));
 
+// bind_weights hands every MoE layer's experts to ops.prepare_experts once, with the hidden
+// size, and what the backend changes there is what the model then reads (the cuda backend tiles
+// NVFP4 scales there; its kernels are tested in moe_grouped_test.cc).
+TEST(BindWeights, PrepareExpertsSeesEveryMoeLayerOnce) {
+  struct RecordingOps : reference::ReferenceOps {
+    using ReferenceOps::ReferenceOps;
+    void prepare_experts(std::span<ops::ExpertWeights> experts, int64_t D) override {
+      sizes.push_back(static_cast<int64_t>(experts.size()));
+      dims.push_back(D);
+      for (ops::ExpertWeights& ew : experts) ew.down.input_scale = 7.f + sizes.size();  // a mark
+    }
+    std::vector<int64_t> sizes, dims;
+  };
+  for (const char* name : {"quant/glm_moe_dsa_nvfp4", "deepseek_v3"}) {
+    ThreadPool pool{1};
+    RecordingOps ops{pool};
+    auto r = model::load_model(fixture_dir(name), ops);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    const model::ModelConfig& cfg = r->model->config();
+    const model::ModelWeights& w = r->model->weights();
+    int64_t moe_layers = 0;
+    for (const model::LayerWeights& lw : w.layers) {
+      if (!lw.is_moe) continue;
+      ++moe_layers;
+      ASSERT_LE(moe_layers, static_cast<int64_t>(ops.sizes.size())) << name;
+      for (const ops::ExpertWeights& ew : lw.experts)
+        EXPECT_EQ(ew.down.input_scale, 7.f + moe_layers) << name << ": the model reads a copy";
+    }
+    EXPECT_GT(moe_layers, 0) << name;
+    EXPECT_EQ(static_cast<int64_t>(ops.sizes.size()), moe_layers) << name;
+    for (size_t i = 0; i < ops.sizes.size(); ++i) {
+      EXPECT_EQ(ops.sizes[i], cfg.n_routed_experts) << name;
+      EXPECT_EQ(ops.dims[i], cfg.hidden_size) << name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace moe::testing
