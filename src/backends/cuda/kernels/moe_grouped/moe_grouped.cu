@@ -89,7 +89,8 @@ void launch_nvfp4_tile_scales(uint8_t* dst, const uint8_t* src, int64_t N, int64
   MOE_CHECK(N > 0 && N % 16 == 0 && Kd > 0 && Kd % 128 == 0)
       << "nvfp4_tile_scales: [" << N << ", " << Kd << "] (needs N % 16 == 0, Kd % 128 == 0)";
   const int64_t n = N * Kd / 16;
-  MOE_CHECK(dst + n <= src || src + n <= dst) << "nvfp4_tile_scales: dst and src overlap";
+  const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+  MOE_CHECK(d + n <= s || s + n <= d) << "nvfp4_tile_scales: dst and src overlap";
   const int64_t blocks = std::clamp<int64_t>((n + 255) / 256, 1, 4096);
   grouped::nvfp4_tile_scales_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(dst, src, N,
                                                                                        Kd);
