@@ -197,13 +197,13 @@ int cmd_tune_moe(int argc, char** argv, int first) {
       s.h = b.get(TK * I * 2, 0);
       s.out = static_cast<float*>(b.get(TK * D * 4, 0));
       const cuda::MoeShape shape{T, D, I, E, K, f};
-      const cuda::GroupedSkSizes sk =
-          cuda::moe_sk_sizes(cuda::moe_candidate_configs(shape, lim), lim, f);
+      const std::vector<cuda::MoeKernelConfig> cands = cuda::moe_candidate_configs(shape, lim);
+      const cuda::GroupedSkSizes sk = cuda::moe_sk_sizes(cands, lim, f);
       s.sk_counters = static_cast<int32_t*>(b.get(std::max<int64_t>(sk.counters(), 1) * 4, 0));
       s.sk_partials = static_cast<float*>(b.get(std::max<int64_t>(sk.partial_floats, 1) * 4, 0));
       double best_us = 1e30;
       cuda::MoeKernelConfig best = cuda::moe_heuristic_config(shape, lim);
-      for (const cuda::MoeKernelConfig& c : cuda::moe_candidate_configs(shape, lim)) {
+      for (const cuda::MoeKernelConfig& c : cands) {
         const cuda::GroupedLaunch l = cuda::moe_launch(c, lim, f);
         auto layer = [&] {
           cuda::run_grouped_experts(*ge, y, D, x, D, idd, K, w, K, T, K, s, l, st);
