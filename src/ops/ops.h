@@ -110,7 +110,7 @@ class Ops {
 
   // Once per MoE layer at load, after its expert weights are uploaded and before any forward:
   // lets the backend rearrange them in its memory for its moe_experts kernels (hidden size D),
-  // recording the arrangement in the Weight fields (Weight::scale_layout). Weights it changed
+  // recording the arrangement in the Weight fields (Weight::layout). Weights it changed
   // are then only for this backend's moe_experts. Default: nothing.
   virtual void prepare_experts(std::span<ExpertWeights> experts, int64_t D) {}
 

@@ -17,20 +17,21 @@ enum class WeightFormat : uint8_t {
               // scale [N, K/16] F8_E4M3 (weight_scale); W = e2m1 * fp8(scale) * global_scale
 };
 
-// Arrangement of a quantized weight's scale tensor in memory.
-enum class ScaleLayout : uint8_t {
-  kRowMajor,    // as the checkpoint stores it (the shapes above)
-  kNvfp4Tiled,  // kNvfp4 only, N % 16 == 0, K % 128 == 0: the same bytes as [N/16][K/128][16][8]
-                // (16-row x 128-k tiles, row-major inside), made by the cuda backend's
-                // prepare_experts for its grouped MoE kernels; only those read it, every other
-                // op refuses it (backends/cuda/kernels/moe_grouped/dequant_bits.h)
+// Arrangement of a quantized weight's data and scale bytes in memory (the tensors keep the
+// shapes above either way).
+enum class WeightLayout : uint8_t {
+  kRowMajor,     // as the checkpoint stores them
+  kNvfp4Packed,  // kNvfp4 only, N % 16 == 0, K % 128 == 0: data and scales permuted into blocks
+                 // of 16 rows x 128 k in mma lane order, made by the cuda backend's
+                 // prepare_experts for its grouped MoE kernels; only those read it, every other
+                 // op refuses it (backends/cuda/kernels/moe_grouped/dequant_bits.h)
 };
 
 struct Weight {
   WeightFormat format = WeightFormat::kDense;
   ConstTensorView data;
   ConstTensorView scale;  // empty for kDense
-  ScaleLayout scale_layout = ScaleLayout::kRowMajor;
+  WeightLayout layout = WeightLayout::kRowMajor;
   int64_t block = 128;       // kFp8Block: block edge
   float global_scale = 1.f;  // kNvfp4: weight_scale_2
   float input_scale = 1.f;   // kNvfp4: input_scale (W4A4 activation scale; W4A16 ignores it)

@@ -100,29 +100,32 @@ void CudaOps::prepare_experts(std::span<ops::ExpertWeights> experts, int64_t D) 
   GroupedExperts ge;
   std::string why;
   if (experts.empty() || !resolve_grouped_experts(experts, D, &ge, &why) ||
-      ge.fmt != GroupedFmt::kNvfp4 || ge.gate_up.nvfp4_tiled_scales)
+      ge.fmt != GroupedFmt::kNvfp4 || ge.gate_up.nvfp4_packed)
     return;  // not the grouped NVFP4 path, or already prepared
   MOE_CHECK(!capturing()) << "prepare_experts while the stream is captured (load time only)";
   for (const ops::ExpertWeights& ew : experts)
     for (const ops::Weight* w : {&ew.gate, &ew.up, &ew.down})
-      MOE_CHECK(w->scale.device() == Device::kCuda)
-          << "prepare_experts: NVFP4 scales " << w->scale.shape().to_string()
-          << " are not in this backend's memory (upload them first)";
+      MOE_CHECK(w->data.device() == Device::kCuda && w->scale.device() == Device::kCuda)
+          << "prepare_experts: NVFP4 weight " << w->data.shape().to_string()
+          << " is not in this backend's memory (upload it first)";
   // Matrices shared between experts (tests reuse one) are rearranged once.
   std::unordered_set<const void*> done;
-  Tensor tmp = allocate({ge.I * ge.D / 16}, DType::kU8, false);  // one matrix's scales
+  Tensor tmp = allocate({ge.I * ge.D / 2}, DType::kU8, false);  // one matrix's data
+  auto pack = [&](const ConstTensorView& t, int64_t N, int64_t Kd, bool scales) {
+    if (!done.insert(t.raw()).second) return;
+    // The backend owns this memory (upload) and no forward has read it yet.
+    auto* p = static_cast<uint8_t*>(const_cast<void*>(t.raw()));
+    launch_nvfp4_pack(tmp.data<uint8_t>(), p, N, Kd, scales, stream_);
+    MOE_CUDA_CHECK(
+        cudaMemcpyAsync(p, tmp.data<uint8_t>(), static_cast<size_t>(N * Kd / (scales ? 16 : 2)),
+                        cudaMemcpyDeviceToDevice, stream_),
+        "prepare_experts");
+  };
   for (ops::ExpertWeights& ew : experts)
     for (ops::Weight* w : {&ew.gate, &ew.up, &ew.down}) {
-      if (done.insert(w->scale.raw()).second) {
-        // The backend owns this memory (upload) and no forward has read it yet.
-        auto* s = static_cast<uint8_t*>(const_cast<void*>(w->scale.raw()));
-        const int64_t N = w->rows(), Kd = w->cols(), n = N * Kd / 16;
-        launch_nvfp4_tile_scales(tmp.data<uint8_t>(), s, N, Kd, stream_);
-        MOE_CUDA_CHECK(cudaMemcpyAsync(s, tmp.data<uint8_t>(), static_cast<size_t>(n),
-                                       cudaMemcpyDeviceToDevice, stream_),
-                       "prepare_experts");
-      }
-      w->scale_layout = ops::ScaleLayout::kNvfp4Tiled;
+      pack(w->data, w->rows(), w->cols(), false);
+      pack(w->scale, w->rows(), w->cols(), true);
+      w->layout = ops::WeightLayout::kNvfp4Packed;
     }
   MOE_CUDA_CHECK(cudaStreamSynchronize(stream_), "prepare_experts");
 }

@@ -58,8 +58,8 @@ struct WeightArgs {
 inline WeightArgs weight_args(const ops::Weight& w, const CheckName& what) {
   MOE_CHECK(w.data.rank() == 2 && w.data.is_contiguous())
       << what << ": expected a contiguous 2-D matrix, got " << w.data.shape().to_string();
-  MOE_CHECK(w.scale_layout == ops::ScaleLayout::kRowMajor)
-      << what << ": the scales are in the grouped MoE kernels' tiled layout (set by "
+  MOE_CHECK(w.layout == ops::WeightLayout::kRowMajor)
+      << what << ": the weight is in the grouped MoE kernels' packed layout (set by "
       << "prepare_experts); only moe_experts on the grouped path reads such weights";
   WeightArgs a;
   a.data = w.data.raw();

@@ -74,10 +74,10 @@ void weight_row_f32(const ops::Weight& w, int64_t n, float* out) {
     }
     case ops::WeightFormat::kNvfp4: {  // data [N, K/2] U8, scale [N, K/16] F8_E4M3
       const int64_t K = w.cols();
-      MOE_CHECK(w.scale_layout == ops::ScaleLayout::kRowMajor)
+      MOE_CHECK(w.layout == ops::WeightLayout::kRowMajor)
           << "nvfp4 weight " << w.data.shape().to_string()
-          << ": scales in the cuda grouped MoE kernels' tiled layout (the reference backend reads "
-             "the checkpoint's row-major scales)";
+          << ": in the cuda grouped MoE kernels' packed layout (the reference backend reads the "
+             "checkpoint's row-major data and scales)";
       MOE_CHECK(w.data.dtype() == DType::kU8 && w.scale.dtype() == DType::kF8E4M3 &&
                 w.scale.is_contiguous() && w.scale.rank() == 2 && w.scale.dim(0) == w.rows() &&
                 w.scale.dim(1) * quant::kNvfp4Group == K)

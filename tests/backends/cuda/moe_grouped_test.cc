@@ -95,13 +95,13 @@ class MoeGroupedTest : public ::testing::Test {
       ew_h.push_back({mats[3 * e].host, mats[3 * e + 1].host, mats[3 * e + 2].host});
       ew_d.push_back({mats[3 * e].dev, mats[3 * e + 1].dev, mats[3 * e + 2].dev});
     }
-    if (prepare_) {  // CudaOps::prepare_experts: NVFP4 scales tiled in place, others untouched
+    if (prepare_) {  // CudaOps::prepare_experts: NVFP4 packed in place, others untouched
       ops_->prepare_experts(ew_d, D);
-      const ops::ScaleLayout want_layout =
-          f == Fmt::kNvfp4 ? ops::ScaleLayout::kNvfp4Tiled : ops::ScaleLayout::kRowMajor;
+      const ops::WeightLayout want_layout =
+          f == Fmt::kNvfp4 ? ops::WeightLayout::kNvfp4Packed : ops::WeightLayout::kRowMajor;
       for (const ops::ExpertWeights& ew : ew_d)
         for (const ops::Weight* w : {&ew.gate, &ew.up, &ew.down})
-          EXPECT_EQ(w->scale_layout, want_layout) << name(f);
+          EXPECT_EQ(w->layout, want_layout) << name(f);
     }
     Tensor x = randn({T, D}, 7 + T);
     std::vector<int32_t> ids(T * K);
@@ -379,11 +379,11 @@ TEST_F(MoeGroupedTest, HeuristicTakesTileGemm) {
   check(Fmt::kBf16, 1023, 384, 256, 4, 1);
 }
 
-// NVFP4 scales in the tiled layout (CudaOps::prepare_experts, dequant_bits.h) give bit for bit
+// NVFP4 weights in the packed layout (CudaOps::prepare_experts, dequant_bits.h) give bit for bit
 // the row-major results with every GEMM kernel: register streaming, the cp.async ring (with
 // stream-K splits on a small grid), the warpgroup-MMA GEMM and the hybrid; BF16/FP8 experts
 // stay as they are.
-TEST_F(MoeGroupedTest, TiledNvfp4ScalesMatchRowMajor) {
+TEST_F(MoeGroupedTest, PackedNvfp4MatchesRowMajor) {
   const bool sm90 = ops_->device().cc_major == 9 && ops_->device().cc_minor == 0;
   struct Case {
     int64_t T, D, I, E, K;
@@ -421,8 +421,8 @@ TEST_F(MoeGroupedTest, TiledNvfp4ScalesMatchRowMajor) {
 }
 
 // prepare_experts on a layer whose experts share matrices (one matrix object, several experts)
-// tiles each matrix once, and a second call changes nothing.
-TEST_F(MoeGroupedTest, PrepareExpertsTilesSharedMatricesOnce) {
+// packs each matrix once, and a second call changes nothing.
+TEST_F(MoeGroupedTest, PrepareExpertsPacksSharedMatricesOnce) {
   const int64_t T = 9, D = 384, I = 256, E = 6, K = 3;
   const Mat g = make(Fmt::kNvfp4, I, D, 11), u = make(Fmt::kNvfp4, I, D, 12),
             d = make(Fmt::kNvfp4, D, I, 13), d2 = make(Fmt::kNvfp4, D, I, 14);
@@ -442,31 +442,34 @@ TEST_F(MoeGroupedTest, PrepareExpertsTilesSharedMatricesOnce) {
   for (int round = 0; round < 2; ++round) {
     ops_->prepare_experts(ew_d, D);
     for (const ops::ExpertWeights& ew : ew_d)
-      EXPECT_EQ(ew.down.scale_layout, ops::ScaleLayout::kNvfp4Tiled);
+      EXPECT_EQ(ew.down.layout, ops::WeightLayout::kNvfp4Packed);
     TensorView y = dev_->poisoned({T, D}, DType::kF32);
     ops_->moe_experts(y, xd, idd, wd, ew_d);
     EXPECT_LE(rel_error(dev_->to_host(y), want), kTolGrouped) << "round " << round;
   }
 }
 
-// The load-time rearrangement against the layout's definition (dequant_bits.h), byte for byte.
-TEST_F(MoeGroupedTest, TileScalesKernelMatchesTheLayout) {
-  for (auto [N, Kd] : {std::pair<int64_t, int64_t>{16, 128}, {48, 384}, {2048, 6144}}) {
-    const int64_t n = N * Kd / 16;
-    Tensor src = Tensor::empty({n}, DType::kU8);
-    std::mt19937 rng(static_cast<uint32_t>(N + Kd));
-    for (int64_t i = 0; i < n; ++i) src.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
-    TensorView s = dev_->to_device(src), dst = dev_->poisoned({n}, DType::kU8);
-    launch_nvfp4_tile_scales(dst.data<uint8_t>(), s.data<uint8_t>(), N, Kd, ops_->stream());
-    const Tensor got = dev_->to_host(dst);
-    const grouped::Nvfp4ScaleStrides tl = grouped::nvfp4_scale_strides(true, Kd);
-    int64_t bad = 0;
-    for (int64_t r = 0; r < N; ++r)
-      for (int64_t j = 0; j < Kd / 16; ++j)
-        bad += got.data<uint8_t>()[grouped::nvfp4_scale_offset(tl, Kd, r, j)] !=
-               src.data<uint8_t>()[r * (Kd / 16) + j];
-    EXPECT_EQ(bad, 0) << "N " << N << " Kd " << Kd;
-  }
+// The load-time rearrangement against the layout's definition (dequant_bits.h), byte for byte,
+// data and scales.
+TEST_F(MoeGroupedTest, PackKernelMatchesTheLayout) {
+  for (auto [N, Kd] : {std::pair<int64_t, int64_t>{16, 128}, {48, 384}, {2048, 6144}})
+    for (bool scales : {false, true}) {
+      const int64_t per_row = Kd / (scales ? 16 : 2), n = N * per_row;
+      Tensor src = Tensor::empty({n}, DType::kU8);
+      std::mt19937 rng(static_cast<uint32_t>(N + Kd + scales));
+      for (int64_t i = 0; i < n; ++i) src.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
+      TensorView s = dev_->to_device(src), dst = dev_->poisoned({n}, DType::kU8);
+      launch_nvfp4_pack(dst.data<uint8_t>(), s.data<uint8_t>(), N, Kd, scales, ops_->stream());
+      const Tensor got = dev_->to_host(dst);
+      int64_t bad = 0;
+      for (int64_t r = 0; r < N; ++r)
+        for (int64_t j = 0; j < per_row; ++j) {
+          const int64_t o = scales ? grouped::nvfp4_scale_offset(true, Kd, r, j)
+                                   : grouped::nvfp4_data_offset(true, Kd, r, j);
+          bad += got.data<uint8_t>()[o] != src.data<uint8_t>()[r * per_row + j];
+        }
+      EXPECT_EQ(bad, 0) << "N " << N << " Kd " << Kd << " scales " << scales;
+    }
 }
 
 TEST_F(MoeGroupedTest, GlmShapeSmallBatch) {  // real widths (D 6144, I 2048), few experts

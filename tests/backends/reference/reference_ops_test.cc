@@ -49,9 +49,9 @@ TEST_F(ReferenceOpsTest, LinearWithBf16WeightsMatchesDirectSum) {
     }
 }
 
-// Scales a backend rearranged for its own MoE kernels (ops::ScaleLayout::kNvfp4Tiled) are not
-// the checkpoint's: the reference refuses them instead of computing with permuted scales.
-TEST(ReferenceOpsDeathTest, RefusesTiledNvfp4Scales) {
+// Weights a backend rearranged for its own MoE kernels (ops::WeightLayout::kNvfp4Packed) are not
+// the checkpoint's: the reference refuses them instead of computing with permuted bytes.
+TEST(ReferenceOpsDeathTest, RefusesPackedNvfp4Weights) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");  // the pool's threads
   Tensor codes = Tensor::zeros({16, 64}, DType::kU8),
          scale = Tensor::zeros({16, 8}, DType::kF8E4M3);
@@ -63,8 +63,8 @@ TEST(ReferenceOpsDeathTest, RefusesTiledNvfp4Scales) {
   ThreadPool pool{1};
   ReferenceOps ops{pool};
   ops.linear(y.view(), x.view(), w);  // row-major: fine
-  w.scale_layout = ops::ScaleLayout::kNvfp4Tiled;
-  EXPECT_DEATH(ops.linear(y.view(), x.view(), w), "tiled layout");
+  w.layout = ops::WeightLayout::kNvfp4Packed;
+  EXPECT_DEATH(ops.linear(y.view(), x.view(), w), "packed layout");
 }
 
 // Grouped routing: 8 experts in 4 groups, 2 groups kept. Expert 7 has the best single score

@@ -57,25 +57,37 @@ MOE_DQ_HD int64_t act_index(GroupedFmt f, int64_t k) {
   return k;
 }
 
-// NVFP4 block scales of an [N, Kd] matrix (one e4m3 per row and 16-k group j < Kd/16), in one
-// of two layouts:
-// - row-major [N][Kd/16]: the checkpoint's;
-// - tiled [N/16][Kd/128][16 rows][8 groups] (N % 16 == 0, Kd % 128 == 0): what
-//   CudaOps::prepare_experts makes of grouped experts' scales at load. A warp's k-step (16 rows
-//   x 128 k of one matrix) then reads 128 contiguous bytes and an item's scales are one
-//   sequential stream, instead of 8 bytes from each of 16 rows Kd/16 bytes apart (H200, glm5
-//   layer at T 8 / 64 / 256: 65 / 68 / 47% -> 71 / 75 / 56% of 4.8 TB/s, docs/perf.md).
-// Both are offset(r, j) = (r / 16) * Kd + (j / 8) * kstep + (r % 16) * row + j % 8.
-struct Nvfp4ScaleStrides {
-  int64_t kstep;  // bytes between the 8-group blocks of one row (8 k-steps of 16)
-  int64_t row;    // bytes between consecutive rows of a 16-row block
-};
-MOE_DQ_HD Nvfp4ScaleStrides nvfp4_scale_strides(bool tiled, int64_t Kd) {
-  return tiled ? Nvfp4ScaleStrides{128, 8} : Nvfp4ScaleStrides{8, Kd / 16};
+// Where the bytes of an NVFP4 [N, Kd] matrix live: data (two e2m1 per byte, Kd/2 bytes per row)
+// and block scales (one e4m3 per row and 16-k group j < Kd/16), in one of two layouts:
+// - row-major: the checkpoint's [N][Kd/2] and [N][Kd/16];
+// - packed (N % 16 == 0, Kd % 128 == 0): what CudaOps::prepare_experts makes of grouped
+//   experts at load, in place (same sizes). Both tensors are cut into blocks of 16 rows x 128 k
+//   (a warp's k-step in the grouped GEMMs), stored block row by block row, k-steps in order:
+//   block (r / 16, k / 128) holds 1024 data bytes at ((r / 16) * (Kd / 128) + k / 128) * 1024
+//   and 128 scale bytes at the same index * 128. Inside a block, mma lane L = 4 g + c (rows
+//   g + 8 h, h = 0, 1, and the 32 k from 32 c) finds its 16 data bytes of row g + 8 h at
+//   (32 h + L) * 16 (the row's bytes in their order), and its four scales at 4 L: (row g,
+//   group 2c), (row g, 2c + 1), (row g + 8, 2c), (row g + 8, 2c + 1).
+// A warp's k-step then reads 1024 + 128 contiguous bytes per matrix, an item's bytes are two
+// sequential streams, and each lane loads exactly its own A-fragment bytes (H200, glm5 layer at
+// T 8 / 64: 70.8 / 75.0% of 4.8 TB/s with the rows apart -> 73.7 / 78.5% packed, docs/perf.md).
+// Moving a row's position by 128 k moves it by the same amount in both layouts
+// (nvfp4_*_kstep), so the GEMMs keep one running pointer per row.
+MOE_DQ_HD int64_t nvfp4_data_offset(bool packed, int64_t Kd, int64_t r, int64_t b) {
+  if (!packed) return r * (Kd / 2) + b;
+  const int64_t blk = (r >> 4) * (Kd / 128) + (b >> 6);
+  const int64_t lane = (r & 7) * 4 + ((b >> 4) & 3);
+  return blk * 1024 + (((r >> 3) & 1) * 32 + lane) * 16 + (b & 15);
 }
-MOE_DQ_HD int64_t nvfp4_scale_offset(const Nvfp4ScaleStrides& s, int64_t Kd, int64_t r, int64_t j) {
-  return (r >> 4) * Kd + (j >> 3) * s.kstep + (r & 15) * s.row + (j & 7);
+MOE_DQ_HD int64_t nvfp4_scale_offset(bool packed, int64_t Kd, int64_t r, int64_t j) {
+  if (!packed) return r * (Kd / 16) + j;
+  const int64_t blk = (r >> 4) * (Kd / 128) + (j >> 3);
+  const int64_t lane = (r & 7) * 4 + ((j >> 1) & 3);
+  return blk * 128 + lane * 4 + ((r >> 3) & 1) * 2 + (j & 1);
 }
+// Bytes between k and k + 128 of one row: data, scales.
+MOE_DQ_HD int64_t nvfp4_data_kstep(bool packed) { return packed ? 1024 : 64; }
+MOE_DQ_HD int64_t nvfp4_scale_kstep(bool packed) { return packed ? 128 : 8; }
 
 }  // namespace moe::cuda::grouped
 

@@ -84,17 +84,20 @@ GroupedSkSizes grouped_sk_sizes(const GroupedLaunch& l) {
   return z;
 }
 
-void launch_nvfp4_tile_scales(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd,
-                              Stream stream) {
+void launch_nvfp4_pack(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd, bool scales,
+                       Stream stream) {
+  const char* what = scales ? "nvfp4_pack (scales)" : "nvfp4_pack (data)";
   MOE_CHECK(N > 0 && N % 16 == 0 && Kd > 0 && Kd % 128 == 0)
-      << "nvfp4_tile_scales: [" << N << ", " << Kd << "] (needs N % 16 == 0, Kd % 128 == 0)";
-  const int64_t n = N * Kd / 16;
+      << what << ": [" << N << ", " << Kd << "] (needs N % 16 == 0, Kd % 128 == 0)";
+  const int64_t n = N * Kd / (scales ? 16 : 2);
   const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
-  MOE_CHECK(d + n <= s || s + n <= d) << "nvfp4_tile_scales: dst and src overlap";
-  const int64_t blocks = std::clamp<int64_t>((n + 255) / 256, 1, 4096);
-  grouped::nvfp4_tile_scales_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(dst, src, N,
-                                                                                       Kd);
-  MOE_CUDA_CHECK_LAUNCH("moe_grouped/nvfp4_tile_scales");
+  MOE_CHECK(d + n <= s || s + n <= d) << what << ": dst and src overlap";
+  MOE_CHECK(scales || (d % 16 == 0 && s % 16 == 0)) << what << ": needs 16-byte aligned buffers";
+  const int64_t units = scales ? n : n / 16;
+  const int64_t blocks = std::clamp<int64_t>((units + 255) / 256, 1, 4096);
+  grouped::nvfp4_pack_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(dst, src, N, Kd,
+                                                                                scales);
+  MOE_CUDA_CHECK_LAUNCH("moe_grouped/nvfp4_pack");
 }
 
 void launch_moe_group(const MoeGroupParams& p, Stream stream) {

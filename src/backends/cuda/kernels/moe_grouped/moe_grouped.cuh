@@ -186,16 +186,20 @@ __global__ void __launch_bounds__(kGroupThreads)
   }
 }
 
-// ---- load time: NVFP4 scales, row-major -> tiled (dequant_bits.h) ----
+// ---- load time: NVFP4 data or scales, row-major -> packed (dequant_bits.h) ----
 
 __global__ void __launch_bounds__(256)
-    nvfp4_tile_scales_kernel(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd) {
-  const int64_t groups = Kd / 16, n = N * groups;
-  const Nvfp4ScaleStrides tiled = nvfp4_scale_strides(true, Kd);
+    nvfp4_pack_kernel(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd, bool scales) {
+  // Data: 16-byte chunks (a chunk stays whole in the packed layout); scales: bytes.
+  const int64_t per_row = scales ? Kd / 16 : Kd / 32, n = N * per_row;
   for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < n;
        u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = u / groups, j = u % groups;
-    dst[nvfp4_scale_offset(tiled, Kd, r, j)] = src[u];
+    const int64_t r = u / per_row, q = u % per_row;
+    if (scales)
+      dst[nvfp4_scale_offset(true, Kd, r, q)] = src[u];
+    else
+      *reinterpret_cast<uint4*>(dst + nvfp4_data_offset(true, Kd, r, q * 16)) =
+          reinterpret_cast<const uint4*>(src)[u];
   }
 }
 
@@ -235,16 +239,32 @@ template <GroupedFmt F, bool GU>
 __device__ __forceinline__ const uint8_t* weight_row(const MoeGemmParams& p, int e, int64_t rbase,
                                                      int t, int h, int g, int c) {
   const int64_t r = rbase + g + 8 * h;
-  return static_cast<const uint8_t*>(p.w[GU ? t : 0][e]) + r * Fmt<F>::row_bytes(p.Kd) + c * 16;
+  const uint8_t* base = static_cast<const uint8_t*>(p.w[GU ? t : 0][e]);
+  if constexpr (F == GroupedFmt::kNvfp4)
+    return base + nvfp4_data_offset(p.nvfp4_packed, p.Kd, r, c * 16);
+  return base + r * Fmt<F>::row_bytes(p.Kd) + c * 16;
 }
-// The nvfp4 scales of the same row at k-step 0: 8 bytes per k-step of 128, those of step ks
-// ks * ss.kstep bytes further, in either layout (dequant_bits.h). rbase % 16 == 0.
+// Bytes from a lane's weight chunk at one k-step to the next, and from its half 0 (row g) to its
+// half 1 (row g + 8) (either nvfp4 layout).
+template <GroupedFmt F>
+__device__ __forceinline__ int64_t weight_kstep(const MoeGemmParams& p) {
+  if constexpr (F == GroupedFmt::kNvfp4) return nvfp4_data_kstep(p.nvfp4_packed);
+  return 64;
+}
+template <GroupedFmt F>
+__device__ __forceinline__ int64_t weight_half(const MoeGemmParams& p) {
+  if constexpr (F == GroupedFmt::kNvfp4)
+    return nvfp4_data_offset(p.nvfp4_packed, p.Kd, 8, 0) -
+           nvfp4_data_offset(p.nvfp4_packed, p.Kd, 0, 0);
+  return 8 * Fmt<F>::row_bytes(p.Kd);
+}
+// The nvfp4 scales of the same lane at k-step 0 (its two 16-k groups 2c, 2c + 1, adjacent in
+// either layout); those of step ks ks * nvfp4_scale_kstep bytes further (dequant_bits.h).
 template <bool GU>
-__device__ __forceinline__ const uint8_t* scale_row(const MoeGemmParams& p,
-                                                    const Nvfp4ScaleStrides& ss, int e,
-                                                    int64_t rbase, int t, int h, int g) {
+__device__ __forceinline__ const uint8_t* scale_lane(const MoeGemmParams& p, int e, int64_t rbase,
+                                                     int t, int h, int g, int c) {
   return static_cast<const uint8_t*>(p.s[GU ? t : 0][e]) +
-         nvfp4_scale_offset(ss, p.Kd, rbase + g + 8 * h, 0);
+         nvfp4_scale_offset(p.nvfp4_packed, p.Kd, rbase + g + 8 * h, 2 * c);
 }
 
 // Activations of k-step ks (B fragments of every token column). The pipelined kernel loads them
@@ -369,7 +389,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
   const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * row_blocks;
   const int64_t nsteps = p.Kd / Tr::kStepK;
   constexpr int U = kUnroll<NB>;
-  const Nvfp4ScaleStrides ss = nvfp4_scale_strides(p.nvfp4_tiled_scales, p.Kd);
+  const int64_t wstep = weight_kstep<F>(p), sstep = nvfp4_scale_kstep(p.nvfp4_packed);
 
   for (int64_t item = static_cast<int64_t>(blockIdx.x) * wpb + (threadIdx.x >> 5); item < n_items;
        item += warps_total) {
@@ -381,9 +401,8 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         wrow[t][h] = weight_row<F, GU>(p, it.e, it.rbase[t], t, h, g, c);
-        srow[t][h] = F == GroupedFmt::kNvfp4
-                         ? scale_row<GU>(p, ss, it.e, it.rbase[t], t, h, g) + 2 * c
-                         : nullptr;
+        srow[t][h] =
+            F == GroupedFmt::kNvfp4 ? scale_lane<GU>(p, it.e, it.rbase[t], t, h, g, c) : nullptr;
       }
     float acc[2][NB][4] = {};
     float tacc[2][NB][4] = {};  // fp8: partial sums of the current 128-k block
@@ -394,9 +413,9 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
       for (int t = 0; t < 2; ++t)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          W[u][t][h] = ld_stream(wrow[t][h] + ks * 64);
+          W[u][t][h] = ld_stream(wrow[t][h] + ks * wstep);
           if constexpr (F == GroupedFmt::kNvfp4)
-            S[u][t][h] = __ldg(reinterpret_cast<const uint16_t*>(srow[t][h] + ks * ss.kstep));
+            S[u][t][h] = __ldg(reinterpret_cast<const uint16_t*>(srow[t][h] + ks * sstep));
           else
             S[u][t][h] = 0;
         }
@@ -477,7 +496,9 @@ __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const Strea
 // HBM stream never drains and costs no registers. Each lane reads back only the bytes it copied
 // itself: the per-thread cp.async.wait_group is the only synchronisation. A stage: [4 (matrix,
 // half)][32 lanes] x 16 weight bytes, then [4][32] x 4 bytes holding the lane's 2 nvfp4 scale
-// bytes. The loader keeps running source pointers (one add per copy and step).
+// bytes (packed nvfp4: [matrix][32] x 4 bytes, both halves' scales). With packed nvfp4 weights a
+// warp's copies of one matrix and step are 1024 + 128 contiguous bytes. The loader keeps one
+// running source pointer per matrix (one add per matrix and step).
 template <GroupedFmt F, int NB, bool GU>
 __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     moe_gemm_pipe_kernel(const __grid_constant__ MoeGemmParams p) {
@@ -497,13 +518,21 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
                         static_cast<int>(*p.num_tiles * row_blocks), nsteps, kUnit);
   const uint4* ring = smem + (threadIdx.x >> 5) * (kGroupedPipeWarpBytes / 16);
   const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + lane * 16;
-  const Nvfp4ScaleStrides ss = nvfp4_scale_strides(p.nvfp4_tiled_scales, p.Kd);
+  // Per k-step and from half 0 (row g) to half 1 (row g + 8) of a lane's source bytes.
+  const int wstep = static_cast<int>(weight_kstep<F>(p)),
+            sstep = static_cast<int>(nvfp4_scale_kstep(p.nvfp4_packed)),
+            whalf = static_cast<int>(weight_half<F>(p));
+  // nvfp4 scales: each (matrix, half) copies the aligned 4-byte word that holds its two bytes
+  // and reads back its half of it. Row-major, half 1's word is 8 rows (Kd / 2 bytes) further;
+  // packed, one word holds both halves of a lane and is copied once.
+  const bool packed = F == GroupedFmt::kNvfp4 && p.nvfp4_packed;
+  const int shalf = static_cast<int>(p.Kd / 2);
 
-  // Loader cursor: segment lj, next k-step lk (segment ends at lke), this lane's source rows at
-  // step lk.
+  // Loader cursor: segment lj, next k-step lk (segment ends at lke), this lane's source bytes
+  // of half 0 at step lk (one pointer per matrix: registers).
   int lj = 0, lk = 0, lke = 0;
-  const uint8_t* lw[2][2];
-  const uint8_t* ls[2][2];
+  const uint8_t* lw[2];
+  const uint8_t* ls[2];
   auto aim = [&](int j) {
     const StreamKSeg s = sc.seg(j);
     lk = s.kb;
@@ -513,13 +542,13 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
       const int64_t rbase = rb * (GU ? 16 : 32) + (GU ? 0 : 16 * t);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        lw[t][h] = weight_row<F, GU>(p, e, rbase, t, h, g, c) + s.kb * 64;
-        ls[t][h] = F == GroupedFmt::kNvfp4
-                       ? scale_row<GU>(p, ss, e, rbase, t, h, g) + (c >> 1) * 4 + s.kb * ss.kstep
-                       : nullptr;
-      }
+      lw[t] = weight_row<F, GU>(p, e, rbase, t, 0, g, c) + s.kb * wstep;
+      ls[t] = F == GroupedFmt::kNvfp4
+                  ? reinterpret_cast<const uint8_t*>(
+                        reinterpret_cast<uintptr_t>(scale_lane<GU>(p, e, rbase, t, 0, g, c) +
+                                                    s.kb * sstep) &
+                        ~uintptr_t{3})
+                  : nullptr;
     }
   };
   if (sc.nseg > 0) aim(0);
@@ -527,16 +556,16 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     if (lj < sc.nseg) {
       const uint32_t dst = ring_s + stage * kStepBytes;
 #pragma unroll
-      for (int t = 0; t < 2; ++t)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          cp_async16_l2(dst + (t * 2 + h) * 512, lw[t][h]);
-          lw[t][h] += 64;
-          if constexpr (F == GroupedFmt::kNvfp4) {
-            cp_async4(dst + 2048 - lane * 12 + (t * 2 + h) * 128, ls[t][h]);
-            ls[t][h] += ss.kstep;
-          }
+      for (int t = 0; t < 2; ++t) {
+        cp_async16_l2(dst + (t * 2) * 512, lw[t]);
+        cp_async16_l2(dst + (t * 2 + 1) * 512, lw[t] + whalf);
+        lw[t] += wstep;
+        if constexpr (F == GroupedFmt::kNvfp4) {
+          cp_async4(dst + 2048 - lane * 12 + (t * 2) * 128, ls[t]);
+          if (!packed) cp_async4(dst + 2048 - lane * 12 + (t * 2 + 1) * 128, ls[t] + shalf);
+          ls[t] += sstep;
         }
+      }
       if (++lk == lke && ++lj < sc.nseg) aim(lj);
     }
   };
@@ -577,7 +606,8 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
           const int slot = (t * 2 + h) * 32 + lane;
           W[t][h] = src[slot];
           if constexpr (F == GroupedFmt::kNvfp4)
-            S[t][h] = reinterpret_cast<const uint16_t*>(src + 128)[2 * slot + (c & 1)];
+            S[t][h] = reinterpret_cast<const uint16_t*>(
+                src + 128)[packed ? 2 * (slot - 32 * h) + h : 2 * slot + (c & 1)];
           else
             S[t][h] = 0;
         }

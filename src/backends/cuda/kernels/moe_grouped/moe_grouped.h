@@ -120,10 +120,11 @@ struct MoeGemmParams {
   void* out = nullptr;  // gate_up: h [T*K, I] (bf16/f16); down: out [T*K, D] f32
   // Per expert: matrix 0 = gate (gate_up) or down, matrix 1 = up (gate_up only).
   const void* w[2][kMaxGroupedExperts] = {};
-  // fp8: [N/128, Kd/128] f32; nvfp4: [N, Kd/16] e4m3, row-major or tiled (nvfp4_tiled_scales;
-  // dequant_bits.h: Nvfp4ScaleStrides)
+  // fp8: [N/128, Kd/128] f32; nvfp4: [N, Kd/16] e4m3
   const void* s[2][kMaxGroupedExperts] = {};
-  bool nvfp4_tiled_scales = false;
+  // nvfp4: data and scales in the packed layout of CudaOps::prepare_experts instead of
+  // row-major (dequant_bits.h)
+  bool nvfp4_packed = false;
   float gs[2][kMaxGroupedExperts] = {};  // nvfp4 global scale
   // Stream-K workspace of the pipelined kernel (grouped_sk_sizes): partial sums of items split
   // between warps, and one arrival counter per warp of the grid, zero at launch.
@@ -145,10 +146,11 @@ GroupedSkSizes grouped_sk_sizes(const GroupedLaunch& l);
 int64_t grouped_k_multiple(GroupedFmt f);
 
 void launch_moe_group(const MoeGroupParams& p, Stream stream);
-// dst (tiled) <- src (row-major): the NVFP4 scales of an [N, Kd] matrix (dequant_bits.h;
-// N % 16 == 0, Kd % 128 == 0), N * Kd / 16 bytes each, not overlapping.
-void launch_nvfp4_tile_scales(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd,
-                              Stream stream);
+// dst (packed) <- src (row-major): the data (N * Kd / 2 bytes, 16-byte aligned) or the scales
+// (N * Kd / 16 bytes) of an NVFP4 [N, Kd] matrix (dequant_bits.h; N % 16 == 0, Kd % 128 == 0),
+// not overlapping.
+void launch_nvfp4_pack(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd, bool scales,
+                       Stream stream);
 void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);
 // The tc GEMM (called by launch_moe_gemm when l.tc): BF16, Kd % 64 == 0, N % 64 (gate_up) or
 // N % 128 (down) == 0, 16-byte aligned activations, weights and outputs.

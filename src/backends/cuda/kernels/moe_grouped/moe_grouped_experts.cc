@@ -12,7 +12,7 @@ struct Mat {
   const void* data;
   const void* scale;
   float gs;
-  bool tiled;  // nvfp4 scales in the tiled layout
+  bool packed;  // nvfp4 data and scales in the packed layout
 };
 
 // Validates one matrix [N, Kd] of format f and returns its pointers.
@@ -20,8 +20,8 @@ Mat matrix(const ops::Weight& w, GroupedFmt f, int64_t N, int64_t Kd, const char
   MOE_CHECK(w.rows() == N && w.cols() == Kd && w.data.is_contiguous())
       << "moe_experts: expert " << e << " " << what << " " << w.data.shape().to_string()
       << " (expected " << N << " x " << Kd << ", contiguous)";
-  MOE_CHECK(w.scale_layout == ops::ScaleLayout::kRowMajor || f == GroupedFmt::kNvfp4)
-      << "moe_experts: expert " << e << " " << what << ": tiled scales on a non-NVFP4 weight";
+  MOE_CHECK(w.layout == ops::WeightLayout::kRowMajor || f == GroupedFmt::kNvfp4)
+      << "moe_experts: expert " << e << " " << what << ": packed layout on a non-NVFP4 weight";
   switch (f) {
     case GroupedFmt::kBf16:
       MOE_CHECK(w.format == ops::WeightFormat::kDense && w.data.dtype() == DType::kBF16)
@@ -44,7 +44,7 @@ Mat matrix(const ops::Weight& w, GroupedFmt f, int64_t N, int64_t Kd, const char
           << w.data.shape().to_string() << " scale " << w.scale.shape().to_string()
           << " (expected U8 [N, K/2] data, F8_E4M3 [N, K/16] scale)";
       return {w.data.raw(), w.scale.raw(), w.global_scale,
-              w.scale_layout == ops::ScaleLayout::kNvfp4Tiled};
+              w.layout == ops::WeightLayout::kNvfp4Packed};
   }
   return {};
 }
@@ -99,12 +99,11 @@ bool resolve_grouped_experts(std::span<const ops::ExpertWeights> experts, int64_
     const Mat g = matrix(experts[e].gate, f, I, D, "gate", e);
     const Mat u = matrix(experts[e].up, f, I, D, "up", e);
     const Mat d = matrix(experts[e].down, f, D, I, "down", e);
-    // One layout per layer (prepare_experts tiles all of a layer's experts or none).
-    if (e == 0) out->gate_up.nvfp4_tiled_scales = out->down.nvfp4_tiled_scales = g.tiled;
-    MOE_CHECK(g.tiled == out->gate_up.nvfp4_tiled_scales && u.tiled == g.tiled &&
-              d.tiled == g.tiled)
-        << "moe_experts: expert " << e << " mixes tiled and row-major NVFP4 scales (expert 0: "
-        << (out->gate_up.nvfp4_tiled_scales ? "tiled" : "row-major") << ")";
+    // One layout per layer (prepare_experts packs all of a layer's experts or none).
+    if (e == 0) out->gate_up.nvfp4_packed = out->down.nvfp4_packed = g.packed;
+    MOE_CHECK(g.packed == out->gate_up.nvfp4_packed && u.packed == g.packed && d.packed == g.packed)
+        << "moe_experts: expert " << e << " mixes packed and row-major NVFP4 weights (expert 0: "
+        << (out->gate_up.nvfp4_packed ? "packed" : "row-major") << ")";
     out->gate_up.w[0][e] = g.data;
     out->gate_up.s[0][e] = g.scale;
     out->gate_up.gs[0][e] = g.gs;

@@ -211,14 +211,14 @@ __device__ __forceinline__ ItemSrc<F, BN, GU> item_src(const MoeGemmParams& p, i
     int m;
     int64_t wr;
     staged_row<BN, GU>(r, s.nblk, &m, &wr);
-    s.w[i] = static_cast<const uint8_t*>(p.w[m][s.e]) + wr * row_bytes + q * 16;
+    s.w[i] = static_cast<const uint8_t*>(p.w[m][s.e]) +
+             (F == GroupedFmt::kNvfp4 ? grouped::nvfp4_data_offset(p.nvfp4_packed, p.Kd, wr, q * 16)
+                                      : wr * row_bytes + q * 16);
     if constexpr (F == GroupedFmt::kFp8Block)
       s.s[i] = static_cast<const float*>(p.s[m][s.e]) + (wr / 128) * (p.Kd / 128);
     else if constexpr (F == GroupedFmt::kNvfp4)
       s.s[i] = static_cast<const uint8_t*>(p.s[m][s.e]) +
-               grouped::nvfp4_scale_offset(grouped::nvfp4_scale_strides(p.nvfp4_tiled_scales, p.Kd),
-                                           p.Kd, wr, 0) +
-               q * 2;
+               grouped::nvfp4_scale_offset(p.nvfp4_packed, p.Kd, wr, q * 2);
     else
       s.s[i] = nullptr;
   }
@@ -250,9 +250,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t n_blocks = GU ? p.N / (BN / 2) : p.N / BN;
   const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * n_blocks;
   const int64_t ksteps = p.Kd / kBK;
-  // nvfp4: a k-block of 64 is half of a scale layout's 8-group block (dequant_bits.h).
+  // Bytes from k-block ks's weights and scales to those of ks + 1: a k-block of 64 is half of
+  // an nvfp4 layout's 128-k step (dequant_bits.h): (ks >> 1) * kstep + (ks & 1) * half.
   static_assert(kBK == 64);
-  const int64_t s_kstep = grouped::nvfp4_scale_strides(p.nvfp4_tiled_scales, p.Kd).kstep;
+  const bool packed = p.nvfp4_packed;
+  const int64_t w_kstep =
+                    F == GroupedFmt::kNvfp4 ? grouped::nvfp4_data_kstep(packed) : 2 * kWRowBytes<F>,
+                w_half = F == GroupedFmt::kNvfp4 ? grouped::nvfp4_data_offset(packed, p.Kd, 0, 32)
+                                                 : kWRowBytes<F>,
+                s_kstep = grouped::nvfp4_scale_kstep(packed),
+                s_half = grouped::nvfp4_scale_offset(packed, p.Kd, 0, 4);
   const uint32_t a_dst = swz(tid >> 3, tid & 7);
 
   auto load_a = [&](const ItemSrc<F, BN, GU>& s, int64_t ks, int stage) {
@@ -273,12 +280,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kQuant) {
 #pragma unroll
       for (int i = 0; i < kWLoads<F, BN>; ++i) {
-        R.w[i] = grouped::ld_stream(s.w[i] + ks * kWRowBytes<F>);
+        R.w[i] = grouped::ld_stream(s.w[i] + (ks >> 1) * w_kstep + (ks & 1) * w_half);
         if constexpr (F == GroupedFmt::kFp8Block)
           R.sf[i] = __ldg(static_cast<const float*>(s.s[i]) + (ks * kBK) / 128);
         else
           R.sn[i] = __ldg(reinterpret_cast<const uint16_t*>(
-              static_cast<const uint8_t*>(s.s[i]) + (ks >> 1) * s_kstep + (ks & 1) * (kBK / 16)));
+              static_cast<const uint8_t*>(s.s[i]) + (ks >> 1) * s_kstep + (ks & 1) * s_half));
       }
     }
   };
