@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <string>
 
 #include "backends/cuda/kernels/moe_grouped/dequant_bits.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
@@ -273,7 +274,8 @@ TEST_F(MoeGroupedTest, StreamKSplitsItemsBetweenWarps) {
 }
 
 // Small stream-K cases for compute-sanitizer (scripts/gpu-test.sh runs memcheck and racecheck
-// on this test): split items at both ends of warp ranges, partial sums and counters.
+// on this test): split items at both ends of warp ranges, partial sums and counters; packed
+// NVFP4 (prepare_experts) with 16-token tiles runs the bulk-copy ring on sm_90.
 TEST_F(MoeGroupedTest, StreamKSmall) {
   sm_override_ = 7;
   const Launch l{.nb = 1, .warps_per_cta = 4, .ctas_per_sm = 2, .pipelined = true};
@@ -281,6 +283,13 @@ TEST_F(MoeGroupedTest, StreamKSmall) {
     check(f, 1, 1024, 256, 8, 2, Routing::kRandom, l);
     check(f, 45, 384, 256, 8, 4, Routing::kRandom, l);
   }
+  prepare_ = true;
+  check(Fmt::kNvfp4, 1, 1024, 256, 8, 2, Routing::kRandom, l);
+  check(Fmt::kNvfp4, 45, 384, 256, 8, 4, Routing::kRandom, l);
+  Launch l2 = l;
+  l2.nb = 2;
+  check(Fmt::kNvfp4, 45, 384, 256, 8, 4, Routing::kRandom, l2);
+  prepare_ = false;
   sm_override_ = 0;
 }
 
@@ -443,6 +452,15 @@ TEST_F(MoeGroupedTest, PrepareExpertsPacksSharedMatricesOnce) {
     ops_->prepare_experts(ew_d, D);
     for (const ops::ExpertWeights& ew : ew_d)
       EXPECT_EQ(ew.down.layout, ops::WeightLayout::kNvfp4Packed);
+    GroupedExperts ge;
+    std::string why;
+    ASSERT_TRUE(resolve_grouped_experts(ew_d, D, &ge, &why)) << why;
+    EXPECT_TRUE(ge.gate_up.nvfp4_packed && ge.down.nvfp4_packed);
+    // Packed and aligned (uploads): the pipelined GEMM takes bulk copies from sm_90 on with
+    // 16-token tiles and more, not with 8-token ones.
+    EXPECT_EQ(grouped_pipe_bulk(ge.gate_up, 2), ops_->device().cc_major >= 9);
+    EXPECT_EQ(grouped_pipe_bulk(ge.down, 4), ops_->device().cc_major >= 9);
+    EXPECT_FALSE(grouped_pipe_bulk(ge.gate_up, 1));
     TensorView y = dev_->poisoned({T, D}, DType::kF32);
     ops_->moe_experts(y, xd, idd, wd, ew_d);
     EXPECT_LE(rel_error(dev_->to_host(y), want), kTolGrouped) << "round " << round;

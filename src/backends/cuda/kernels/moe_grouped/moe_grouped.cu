@@ -7,6 +7,27 @@
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_launch.h"
 
 namespace moe::cuda {
+
+bool grouped_pipe_bulk(const MoeGemmParams& p, int nb) {
+  // NOTE: measured on the H200 (2026-11-30, glm5 / dsv3 NVFP4, 8 warps x 2 CTAs per SM): with
+  // 8-token tiles the bulk copies lose to per-lane cp.async (T 8 / 64: 69.8 / 74.7% against
+  // 75.4 / 80.0% of 4.8 TB/s), with 16-token tiles they win (T 256: 62.3% against 57.4-59.5%;
+  // the lanes' copy instructions go to the dequantization instead).
+  if (nb < 2 || static_cast<GroupedFmt>(p.fmt) != GroupedFmt::kNvfp4 || !p.nvfp4_packed)
+    return false;
+  int dev = 0, major = 0;
+  MOE_CUDA_CHECK(cudaGetDevice(&dev), "moe_gemm");
+  MOE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev),
+                 "moe_gemm");
+  if (major < 9) return false;
+  for (int m = 0; m < (p.gate_up ? 2 : 1); ++m)
+    for (int e = 0; e < kMaxGroupedExperts && p.w[m][e] != nullptr; ++e)
+      if (reinterpret_cast<uintptr_t>(p.w[m][e]) % 16 != 0 ||
+          reinterpret_cast<uintptr_t>(p.s[m][e]) % 16 != 0)
+        return false;
+  return true;
+}
+
 namespace {
 
 // The cp.async pipeline copies nvfp4 scales in 4-byte words: every scale matrix must be 4-byte
@@ -35,9 +56,17 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
     const int smem = l.warps_per_cta * kGroupedPipeWarpBytes;
     MOE_CHECK(!pipe || (p.sk_partials != nullptr && p.sk_counters != nullptr))
         << name << ": the pipelined kernel needs its stream-K workspace (grouped_sk_sizes)";
-    if (pipe)
+    if (pipe) {
+      if constexpr (F == GroupedFmt::kNvfp4 && NB >= 2) {
+        if (grouped_pipe_bulk(p, NB)) {
+          p.gate_up ? go(grouped::moe_gemm_pipe_kernel<F, NB, true, true>, smem)
+                    : go(grouped::moe_gemm_pipe_kernel<F, NB, false, true>, smem);
+          return;
+        }
+      }
       p.gate_up ? go(grouped::moe_gemm_pipe_kernel<F, NB, true>, smem)
                 : go(grouped::moe_gemm_pipe_kernel<F, NB, false>, smem);
+    }
   }
   if (!pipe)
     p.gate_up ? go(grouped::moe_gemm_kernel<F, NB, true>, 0)

@@ -499,12 +499,18 @@ __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const Strea
 // bytes (packed nvfp4: [matrix][32] x 4 bytes, both halves' scales). With packed nvfp4 weights a
 // warp's copies of one matrix and step are 1024 + 128 contiguous bytes. The loader keeps one
 // running source pointer per matrix (one add per matrix and step).
-template <GroupedFmt F, int NB, bool GU>
+// BULK (packed nvfp4, sm_90, when grouped_pipe_bulk says so): lane 0 fills a stage with four bulk
+// copies (per matrix its 1024 data and 128 scale bytes: the packed block is the stage's layout)
+// that complete on the stage's mbarrier; the lanes wait on it, and the warp converges before a
+// stage is refilled.
+template <GroupedFmt F, int NB, bool GU, bool BULK = false>
 __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     moe_gemm_pipe_kernel(const __grid_constant__ MoeGemmParams p) {
   using Tr = Fmt<F>;
   constexpr int kB = kPipeBatch<F>, kS = kPipeStages<F>, kStepBytes = kPipeStepBytes<F>;
   constexpr int kGroups = kS / kB;
+  static_assert(!BULK || (F == GroupedFmt::kNvfp4 && kB == 1 &&
+                          kS * kStepBytes + kS * 8 <= kGroupedPipeWarpBytes));
   constexpr int kUnit = F == GroupedFmt::kFp8Block ? 128 / Tr::kStepK : 1;
   // Activations of the next step are loaded one step ahead with one token column; with more the
   // registers go to a second CTA per SM instead (their loads overlap the step's dequantization).
@@ -527,6 +533,16 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   // packed, one word holds both halves of a lane and is copied once.
   const bool packed = F == GroupedFmt::kNvfp4 && p.nvfp4_packed;
   const int shalf = static_cast<int>(p.Kd / 2);
+  // BULK: one mbarrier per stage after the warp's stages; bit s of `phase`: parity of stage s's
+  // next completion.
+  const uint32_t bar0 = ring_s - lane * 16 + kS * kStepBytes;
+  uint32_t phase = 0;
+  if constexpr (BULK) {
+    if (lane == 0)
+      for (int st = 0; st < kS; ++st) mbar_init(bar0 + 8 * st, 1);
+    mbar_init_fence();
+    __syncwarp();
+  }
 
   // Loader cursor: segment lj, next k-step lk (segment ends at lke), this lane's source bytes
   // of half 0 at step lk (one pointer per matrix: registers).
@@ -555,15 +571,29 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   auto issue_step = [&](int stage) {
     if (lj < sc.nseg) {
       const uint32_t dst = ring_s + stage * kStepBytes;
+      if constexpr (BULK) {
+        if (lane == 0) {  // lane 0's sources are the blocks' first bytes
+          const uint32_t bar = bar0 + 8 * stage;
+          mbar_arrive_expect_tx(bar, 2 * (1024 + 128));
 #pragma unroll
-      for (int t = 0; t < 2; ++t) {
-        cp_async16_l2(dst + (t * 2) * 512, lw[t]);
-        cp_async16_l2(dst + (t * 2 + 1) * 512, lw[t] + whalf);
-        lw[t] += wstep;
-        if constexpr (F == GroupedFmt::kNvfp4) {
-          cp_async4(dst + 2048 - lane * 12 + (t * 2) * 128, ls[t]);
-          if (!packed) cp_async4(dst + 2048 - lane * 12 + (t * 2 + 1) * 128, ls[t] + shalf);
-          ls[t] += sstep;
+          for (int t = 0; t < 2; ++t) {
+            bulk_copy(dst + t * 1024, lw[t], 1024, bar);
+            bulk_copy(dst + 2048 + t * 128, ls[t], 128, bar);
+          }
+        }
+#pragma unroll
+        for (int t = 0; t < 2; ++t) lw[t] += wstep, ls[t] += sstep;
+      } else {
+#pragma unroll
+        for (int t = 0; t < 2; ++t) {
+          cp_async16_l2(dst + (t * 2) * 512, lw[t]);
+          cp_async16_l2(dst + (t * 2 + 1) * 512, lw[t] + whalf);
+          lw[t] += wstep;
+          if constexpr (F == GroupedFmt::kNvfp4) {
+            cp_async4(dst + 2048 - lane * 12 + (t * 2) * 128, ls[t]);
+            if (!packed) cp_async4(dst + 2048 - lane * 12 + (t * 2 + 1) * 128, ls[t] + shalf);
+            ls[t] += sstep;
+          }
         }
       }
       if (++lk == lke && ++lj < sc.nseg) aim(lj);
@@ -574,7 +604,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   auto issue_group = [&](int stage0) {
 #pragma unroll
     for (int j = 0; j < kB; ++j) issue_step(stage0 + j);
-    cp_async_commit();
+    if constexpr (!BULK) cp_async_commit();
   };
 #pragma unroll
   for (int gr = 0; gr < kGroups - 1; ++gr) issue_group(gr * kB);
@@ -593,7 +623,13 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
       else
         load_act<F, NB>(it, ks, X);
       if (stage % kB == 0) {  // first step of a group: wait for it, refill the group used last
-        cp_async_wait<kGroups - 2>();
+        if constexpr (BULK) {
+          mbar_wait(bar0 + 8 * stage, (phase >> stage) & 1u);
+          phase ^= 1u << stage;
+          __syncwarp();  // every lane has read the stage refilled next
+        } else {
+          cp_async_wait<kGroups - 2>();
+        }
         issue_group(stage == 0 ? kS - kB : stage - kB);
       }
       const uint4* src = ring + stage * (kStepBytes / 16);
@@ -605,7 +641,9 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
         for (int h = 0; h < 2; ++h) {
           const int slot = (t * 2 + h) * 32 + lane;
           W[t][h] = src[slot];
-          if constexpr (F == GroupedFmt::kNvfp4)
+          if constexpr (BULK)
+            S[t][h] = reinterpret_cast<const uint16_t*>(src + 128)[t * 64 + 2 * lane + h];
+          else if constexpr (F == GroupedFmt::kNvfp4)
             S[t][h] = reinterpret_cast<const uint16_t*>(
                 src + 128)[packed ? 2 * (slot - 32 * h) + h : 2 * slot + (c & 1)];
           else
@@ -625,7 +663,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     else
       finish_split<F, NB, GU>(p, sc, s, it, acc, lane, g, c);
   }
-  cp_async_wait<0>();
+  if constexpr (!BULK) cp_async_wait<0>();  // BULK: every copy issued was waited for
 }
 
 __global__ void __launch_bounds__(256)

@@ -142,6 +142,11 @@ struct GroupedSkSizes {
 };
 GroupedSkSizes grouped_sk_sizes(const GroupedLaunch& l);
 
+// Whether the pipelined GEMM with tiles of 8 * nb tokens copies these weights with bulk copies:
+// packed NVFP4, nb >= 2, sm_90 or later (the current device), every data and scale matrix
+// 16-byte aligned.
+bool grouped_pipe_bulk(const MoeGemmParams& p, int nb);
+
 // K-granularity the GEMMs need of D and I (rows must be multiples of 32).
 int64_t grouped_k_multiple(GroupedFmt f);
 

@@ -144,6 +144,55 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// Bulk copies (sm_90 and later; the launchers check the device): global -> shared by the copy
+// engine, completion counted in bytes on an mbarrier in shared memory (addresses and sizes
+// multiples of 16).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define MOE_NO_BULK 1  // the helpers below trap
+#endif
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+#ifdef MOE_NO_BULK
+  __trap();
+#else
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+// Makes initialised barriers visible to the copy engine.
+__device__ __forceinline__ void mbar_init_fence() {
+#ifndef MOE_NO_BULK
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+#ifndef MOE_NO_BULK
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#ifndef MOE_NO_BULK
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "waitloop:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra waitloop;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes,
+                                          uint32_t bar) {
+#ifndef MOE_NO_BULK
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+#endif
+}
+
 // Byte offset of 16-byte chunk `ch` of a staged 128-byte row `row`, XOR-swizzled over 8 rows
 // (ldmatrix conflict-free; the 128-byte-swizzle layout of wgmma's shared-memory descriptors).
 __device__ __forceinline__ uint32_t swz(int row, int ch) {
