@@ -70,7 +70,7 @@ MOE_DQ_HD int64_t act_index(GroupedFmt f, int64_t k) {
 //   group 2c), (row g, 2c + 1), (row g + 8, 2c), (row g + 8, 2c + 1).
 // A warp's k-step then reads 1024 + 128 contiguous bytes per matrix, an item's bytes are two
 // sequential streams, and each lane loads exactly its own A-fragment bytes (H200, glm5 layer at
-// T 8 / 64: 70.8 / 75.0% of 4.8 TB/s with the rows apart -> 73.7 / 78.5% packed, docs/perf.md).
+// T 8 / 64: 71.8 / 75.0% of 4.8 TB/s with the rows apart -> 75.5 / 80.3% packed, docs/perf.md).
 // Moving a row's position by 128 k moves it by the same amount in both layouts
 // (nvfp4_*_kstep), so the GEMMs keep one running pointer per row.
 MOE_DQ_HD int64_t nvfp4_data_offset(bool packed, int64_t Kd, int64_t r, int64_t b) {
