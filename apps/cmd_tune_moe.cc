@@ -76,9 +76,9 @@ ops::Weight weight(Buffers& b, GroupedFmt f, int64_t N, int64_t K) {
     w.format = ops::WeightFormat::kNvfp4;
     w.data = view(b.get(N * K / 2, 0x3C), {N, K / 2}, DType::kU8);
     w.scale = view(b.get(N * K / 16, 0x30), {N, K / 16}, DType::kF8E4M3);
-    w.layout = ops::WeightLayout::kNvfp4Packed;  // as CudaOps::prepare_experts leaves them
     w.global_scale = 0.01f;
   }
+  w.layout = ops::WeightLayout::kPacked;  // as CudaOps::prepare_experts leaves them
   return w;
 }
 

@@ -124,11 +124,11 @@ ops::Weight make_weight(Layer& L, GroupedFmt f, int64_t N, int64_t K, uint32_t s
       w.format = ops::WeightFormat::kNvfp4;
       w.data = dev_view(alloc(N * K / 2, 0, seed), {N, K / 2}, DType::kU8);
       w.scale = dev_view(alloc(N * K / 16, 2, seed + 1), {N, K / 16}, DType::kF8E4M3);
-      // Random bytes, read in the layout CudaOps::prepare_experts gives the engine's.
-      w.layout = ops::WeightLayout::kNvfp4Packed;
       w.global_scale = 0.02f;
       break;
   }
+  // Random bytes, read in the layout CudaOps::prepare_experts gives the engine's.
+  w.layout = ops::WeightLayout::kPacked;
   return w;
 }
 

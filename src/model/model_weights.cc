@@ -143,7 +143,7 @@ Result<ModelWeights> bind_weights(const ModelConfig& cfg, const io::Checkpoint& 
                      WeightRole::kExpertUp, WeightRole::kExpertDown);
         lw.experts.push_back({m.gate, m.up, m.down});
       }
-      ops.prepare_experts(lw.experts, cfg.hidden_size);  // e.g. cuda: NVFP4 scales tiled
+      ops.prepare_experts(lw.experts, cfg.hidden_size);  // e.g. cuda: packed for its MoE kernels
       lw.has_shared = cfg.n_shared_experts > 0;
       if (lw.has_shared)
         lw.shared = bind_mlp(b, p + "mlp.shared_experts.", WeightRole::kSharedGate,

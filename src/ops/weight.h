@@ -20,11 +20,11 @@ enum class WeightFormat : uint8_t {
 // Arrangement of a quantized weight's data and scale bytes in memory (the tensors keep the
 // shapes above either way).
 enum class WeightLayout : uint8_t {
-  kRowMajor,     // as the checkpoint stores them
-  kNvfp4Packed,  // kNvfp4 only, N % 16 == 0, K % 128 == 0: data and scales permuted into blocks
-                 // of 16 rows x 128 k in mma lane order, made by the cuda backend's
-                 // prepare_experts for its grouped MoE kernels; only those read it, every other
-                 // op refuses it (backends/cuda/kernels/moe_grouped/dequant_bits.h)
+  kRowMajor,  // as the checkpoint stores them
+  kPacked,    // data (and kNvfp4 scales) permuted into blocks of 16 rows x 64 bytes in mma lane
+              // order (N % 16 == 0, row bytes % 64 == 0), made by the cuda backend's
+              // prepare_experts for its grouped MoE kernels; only those read it, every other op
+              // refuses it (backends/cuda/kernels/moe_grouped/dequant_bits.h)
 };
 
 struct Weight {

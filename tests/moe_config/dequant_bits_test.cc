@@ -111,15 +111,15 @@ TEST(DequantBits, Nvfp4ActivationOrderMatchesThePairs) {
   }
 }
 
-// NVFP4 layouts: row-major is the checkpoint's [N][Kd/2] data and [N][Kd/16] scales; the packed
-// one is a permutation of each in which block (16 rows, 128 k) is 1024 data + 128 scale
-// contiguous bytes (blocks of a row block in k order, row blocks in order), and mma lane
-// L = 4 g + c finds its A-fragment bytes (rows g, g + 8; k 32 c .. 32 c + 31) at 16 L / 16 (32 + L)
-// and their four scales at 4 L.
-TEST(DequantBits, Nvfp4WeightLayouts) {
+// Layouts: row-major is the checkpoint's [N][row bytes] data and [N][Kd/16] NVFP4 scales; the
+// packed one is a permutation of each in which block (16 rows, 64 data bytes = 128 NVFP4 k) is
+// 1024 data + 128 scale contiguous bytes (blocks of a row block in k order, row blocks in
+// order), and mma lane L = 4 g + c finds its 16 bytes of rows g and g + 8 (bytes 16 c .. of the
+// step) at 16 L and 16 (32 + L), their four scales at 4 L.
+TEST(DequantBits, PackedLayouts) {
   for (int64_t Kd : {int64_t{128}, int64_t{384}, int64_t{6144}}) {
-    const int64_t N = 48, G = Kd / 16, B = Kd / 2, steps = Kd / 128;
-    std::vector<int> seen_s(N * G, 0), seen_d(N * B, 0);
+    const int64_t N = 48, G = Kd / 16, B = Kd / 2, steps = Kd / 128;  // NVFP4 rows
+    std::vector<int> seen_s(N * G, 0);
     for (int64_t r = 0; r < N; ++r) {
       const int64_t g = r % 8, h = (r % 16) / 8;
       for (int64_t j = 0; j < G; ++j) {
@@ -130,30 +130,39 @@ TEST(DequantBits, Nvfp4WeightLayouts) {
         ++seen_s[o];
         const int64_t c = (j % 8) / 2, lane = 4 * g + c;
         EXPECT_EQ(o, ((r / 16) * steps + j / 8) * 128 + 4 * lane + 2 * h + j % 2) << "Kd " << Kd;
-        if (j >= 8) {  // 128 k further: the same offset step in both layouts' kstep
+        if (j >= 8) {  // one step further: the same offset step in each layout
           EXPECT_EQ(o - nvfp4_scale_offset(true, Kd, r, j - 8), nvfp4_scale_kstep(true));
           EXPECT_EQ(nvfp4_scale_offset(false, Kd, r, j) - nvfp4_scale_offset(false, Kd, r, j - 8),
                     nvfp4_scale_kstep(false));
         }
       }
-      for (int64_t b = 0; b < B; ++b) {
-        EXPECT_EQ(nvfp4_data_offset(false, Kd, r, b), r * B + b) << "Kd " << Kd;
-        const int64_t o = nvfp4_data_offset(true, Kd, r, b);
-        ASSERT_GE(o, 0);
-        ASSERT_LT(o, N * B);
-        ++seen_d[o];
-        const int64_t c = (b % 64) / 16, lane = 4 * g + c;
-        EXPECT_EQ(o, ((r / 16) * steps + b / 64) * 1024 + (32 * h + lane) * 16 + b % 16)
-            << "Kd " << Kd;
-        if (b >= 64) {
-          EXPECT_EQ(o - nvfp4_data_offset(true, Kd, r, b - 64), nvfp4_data_kstep(true));
-          EXPECT_EQ(nvfp4_data_offset(false, Kd, r, b) - nvfp4_data_offset(false, Kd, r, b - 64),
-                    nvfp4_data_kstep(false));
-        }
-      }
     }
     EXPECT_EQ(std::count(seen_s.begin(), seen_s.end(), 1), N * G) << "not a permutation, Kd " << Kd;
-    EXPECT_EQ(std::count(seen_d.begin(), seen_d.end(), 1), N * B) << "not a permutation, Kd " << Kd;
+    // Data rows of any format: NVFP4 (Kd / 2 bytes), FP8 (Kd), BF16 (2 Kd).
+    for (int64_t rb : {B, Kd, 2 * Kd}) {
+      std::vector<int> seen_d(N * rb, 0);
+      for (int64_t r = 0; r < N; ++r) {
+        const int64_t g = r % 8, h = (r % 16) / 8;
+        for (int64_t b = 0; b < rb; ++b) {
+          EXPECT_EQ(packed_data_offset(false, rb, r, b), r * rb + b) << "row bytes " << rb;
+          const int64_t o = packed_data_offset(true, rb, r, b);
+          ASSERT_GE(o, 0);
+          ASSERT_LT(o, N * rb);
+          ++seen_d[o];
+          const int64_t c = (b % 64) / 16, lane = 4 * g + c;
+          EXPECT_EQ(o, ((r / 16) * (rb / 64) + b / 64) * 1024 + (32 * h + lane) * 16 + b % 16)
+              << "row bytes " << rb;
+          if (b >= 64) {
+            EXPECT_EQ(o - packed_data_offset(true, rb, r, b - 64), packed_data_kstep(true));
+            EXPECT_EQ(
+                packed_data_offset(false, rb, r, b) - packed_data_offset(false, rb, r, b - 64),
+                packed_data_kstep(false));
+          }
+        }
+      }
+      EXPECT_EQ(std::count(seen_d.begin(), seen_d.end(), 1), N * rb)
+          << "not a permutation, row bytes " << rb;
+    }
   }
 }
 

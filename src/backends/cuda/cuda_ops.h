@@ -91,8 +91,9 @@ class CudaOps final : public ops::Ops {
   Tensor upload(const Tensor& host) override;
   void copy_from_host(TensorView dst, const void* src) override;
   void copy_to_host(void* dst, ConstTensorView src) override;
-  // NVFP4 experts the grouped path takes: data and scales rearranged in place into the packed
-  // layout (ops::WeightLayout::kNvfp4Packed, kernels/moe_grouped/dequant_bits.h); others unchanged.
+  // Experts the grouped path takes (BF16, FP8 block, NVFP4): data (and NVFP4 scales) rearranged
+  // in place into the packed layout (ops::WeightLayout::kPacked,
+  // kernels/moe_grouped/dequant_bits.h); others unchanged.
   // Synchronises the stream (load time only).
   void prepare_experts(std::span<ops::ExpertWeights> experts, int64_t D) override;
   void embed(TensorView y, ConstTensorView ids, ConstTensorView table) override;

@@ -99,33 +99,43 @@ void CudaOps::moe_route(TensorView ids, TensorView weights, ConstTensorView logi
 void CudaOps::prepare_experts(std::span<ops::ExpertWeights> experts, int64_t D) {
   GroupedExperts ge;
   std::string why;
-  if (experts.empty() || !resolve_grouped_experts(experts, D, &ge, &why) ||
-      ge.fmt != GroupedFmt::kNvfp4 || ge.gate_up.nvfp4_packed)
-    return;  // not the grouped NVFP4 path, or already prepared
+  if (experts.empty() || !resolve_grouped_experts(experts, D, &ge, &why) || ge.gate_up.packed)
+    return;  // not the grouped path, or already prepared
   MOE_CHECK(!capturing()) << "prepare_experts while the stream is captured (load time only)";
+  const bool nvfp4 = ge.fmt == GroupedFmt::kNvfp4;
+  auto row_bytes = [&](const ops::Weight& w) {
+    return ge.fmt == GroupedFmt::kBf16 ? w.cols() * 2 : nvfp4 ? w.cols() / 2 : w.cols();
+  };
   for (const ops::ExpertWeights& ew : experts)
     for (const ops::Weight* w : {&ew.gate, &ew.up, &ew.down})
-      MOE_CHECK(w->data.device() == Device::kCuda && w->scale.device() == Device::kCuda)
-          << "prepare_experts: NVFP4 weight " << w->data.shape().to_string()
+      MOE_CHECK(w->data.device() == Device::kCuda && (!nvfp4 || w->scale.device() == Device::kCuda))
+          << "prepare_experts: expert weight " << w->data.shape().to_string()
           << " is not in this backend's memory (upload it first)";
   // Matrices shared between experts (tests reuse one) are rearranged once.
   std::unordered_set<const void*> done;
-  Tensor tmp = allocate({ge.I * ge.D / 2}, DType::kU8, false);  // one matrix's data
-  auto pack = [&](const ConstTensorView& t, int64_t N, int64_t Kd, bool scales) {
-    if (!done.insert(t.raw()).second) return;
-    // The backend owns this memory (upload) and no forward has read it yet.
-    auto* p = static_cast<uint8_t*>(const_cast<void*>(t.raw()));
-    launch_nvfp4_pack(tmp.data<uint8_t>(), p, N, Kd, scales, stream_);
-    MOE_CUDA_CHECK(
-        cudaMemcpyAsync(p, tmp.data<uint8_t>(), static_cast<size_t>(N * Kd / (scales ? 16 : 2)),
-                        cudaMemcpyDeviceToDevice, stream_),
-        "prepare_experts");
+  Tensor tmp = allocate({ge.I * row_bytes(experts[0].gate)}, DType::kU8, false);  // one matrix
+  // The backend owns this memory (upload) and no forward has read it yet; nullptr: done before.
+  auto first = [&](const ConstTensorView& t) -> uint8_t* {
+    return done.insert(t.raw()).second ? static_cast<uint8_t*>(const_cast<void*>(t.raw()))
+                                       : nullptr;
+  };
+  auto copy_back = [&](uint8_t* p, int64_t n) {
+    MOE_CUDA_CHECK(cudaMemcpyAsync(p, tmp.data<uint8_t>(), static_cast<size_t>(n),
+                                   cudaMemcpyDeviceToDevice, stream_),
+                   "prepare_experts");
   };
   for (ops::ExpertWeights& ew : experts)
     for (ops::Weight* w : {&ew.gate, &ew.up, &ew.down}) {
-      pack(w->data, w->rows(), w->cols(), false);
-      pack(w->scale, w->rows(), w->cols(), true);
-      w->layout = ops::WeightLayout::kNvfp4Packed;
+      const int64_t N = w->rows(), rb = row_bytes(*w);
+      if (uint8_t* p = first(w->data)) {
+        launch_pack_data(tmp.data<uint8_t>(), p, N, rb, stream_);
+        copy_back(p, N * rb);
+      }
+      if (uint8_t* p = nvfp4 ? first(w->scale) : nullptr) {
+        launch_nvfp4_pack_scales(tmp.data<uint8_t>(), p, N, w->cols(), stream_);
+        copy_back(p, N * w->cols() / 16);
+      }
+      w->layout = ops::WeightLayout::kPacked;
     }
   MOE_CUDA_CHECK(cudaStreamSynchronize(stream_), "prepare_experts");
 }

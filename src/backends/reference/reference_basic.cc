@@ -48,9 +48,19 @@ void ReferenceOps::embed(TensorView y, ConstTensorView ids, ConstTensorView tabl
   }
 }
 
+namespace {
+void check_row_major(const ops::Weight& w) {
+  MOE_CHECK(w.layout == ops::WeightLayout::kRowMajor)
+      << "weight " << w.data.shape().to_string()
+      << ": in the cuda grouped MoE kernels' packed layout (the reference backend reads the "
+         "checkpoint's row-major data and scales)";
+}
+}  // namespace
+
 void weight_row_f32(const ops::Weight& w, int64_t n, float* out) {
   MOE_CHECK(w.data.is_contiguous() && w.data.rank() == 2)
       << "weight " << w.data.shape().to_string();
+  check_row_major(w);
   switch (w.format) {
     case ops::WeightFormat::kDense: {
       const int64_t K = w.cols();
@@ -74,10 +84,6 @@ void weight_row_f32(const ops::Weight& w, int64_t n, float* out) {
     }
     case ops::WeightFormat::kNvfp4: {  // data [N, K/2] U8, scale [N, K/16] F8_E4M3
       const int64_t K = w.cols();
-      MOE_CHECK(w.layout == ops::WeightLayout::kRowMajor)
-          << "nvfp4 weight " << w.data.shape().to_string()
-          << ": in the cuda grouped MoE kernels' packed layout (the reference backend reads the "
-             "checkpoint's row-major data and scales)";
       MOE_CHECK(w.data.dtype() == DType::kU8 && w.scale.dtype() == DType::kF8E4M3 &&
                 w.scale.is_contiguous() && w.scale.rank() == 2 && w.scale.dim(0) == w.rows() &&
                 w.scale.dim(1) * quant::kNvfp4Group == K)
@@ -99,6 +105,7 @@ void ReferenceOps::linear(TensorView y, ConstTensorView x, const ops::Weight& w)
   MOE_CHECK(x.dim(1) == K && y.dim(1) == N && x.dim(0) == y.dim(0))
       << "linear: x " << x.shape().to_string() << " w " << N << "x" << K << " y "
       << y.shape().to_string();
+  check_row_major(w);
   if (w.format == ops::WeightFormat::kDense) {  // read the stored row directly
     MOE_CHECK(w.data.is_contiguous()) << "linear: strided weight";
     const size_t row_bytes = static_cast<size_t>(K) * dtype_size(w.data.dtype());

@@ -96,10 +96,13 @@ class MoeGroupedTest : public ::testing::Test {
       ew_h.push_back({mats[3 * e].host, mats[3 * e + 1].host, mats[3 * e + 2].host});
       ew_d.push_back({mats[3 * e].dev, mats[3 * e + 1].dev, mats[3 * e + 2].dev});
     }
-    if (prepare_) {  // CudaOps::prepare_experts: NVFP4 packed in place, others untouched
+    if (prepare_) {  // CudaOps::prepare_experts: the grouped path's experts packed in place
+      GroupedExperts ge;
+      std::string why;
+      const bool grouped = resolve_grouped_experts(ew_d, D, &ge, &why);
       ops_->prepare_experts(ew_d, D);
       const ops::WeightLayout want_layout =
-          f == Fmt::kNvfp4 ? ops::WeightLayout::kNvfp4Packed : ops::WeightLayout::kRowMajor;
+          grouped ? ops::WeightLayout::kPacked : ops::WeightLayout::kRowMajor;
       for (const ops::ExpertWeights& ew : ew_d)
         for (const ops::Weight* w : {&ew.gate, &ew.up, &ew.down})
           EXPECT_EQ(w->layout, want_layout) << name(f);
@@ -388,16 +391,17 @@ TEST_F(MoeGroupedTest, HeuristicTakesTileGemm) {
   check(Fmt::kBf16, 1023, 384, 256, 4, 1);
 }
 
-// NVFP4 weights in the packed layout (CudaOps::prepare_experts, dequant_bits.h) give bit for bit
-// the row-major results with every GEMM kernel: register streaming, the cp.async ring (with
-// stream-K splits on a small grid), the warpgroup-MMA GEMM and the hybrid; BF16/FP8 experts
-// stay as they are.
-TEST_F(MoeGroupedTest, PackedNvfp4MatchesRowMajor) {
+// Weights in the packed layout (CudaOps::prepare_experts, dequant_bits.h) give bit for bit the
+// row-major results with every GEMM kernel and format: register streaming (8 to 64-token tiles),
+// the cp.async ring and the bulk-copy ring (with stream-K splits on a small grid), the tc tile
+// GEMM (BF16), the warpgroup-MMA GEMM and the hybrid.
+TEST_F(MoeGroupedTest, PackedWeightsMatchRowMajor) {
   const bool sm90 = ops_->device().cc_major == 9 && ops_->device().cc_minor == 0;
   struct Case {
     int64_t T, D, I, E, K;
     std::optional<Launch> l;
     int sms;
+    bool bf16_only = false;
   };
   std::vector<Case> cases = {
       {5, 256, 128, 16, 4, std::nullopt, 0},  // CudaOps::moe_experts, heuristic
@@ -409,12 +413,16 @@ TEST_F(MoeGroupedTest, PackedNvfp4MatchesRowMajor) {
       {300, 640, 384, 8, 2, Launch{.nb = 2, .pipelined = true}, 0},
       {37, 384, 256, 8, 4, Launch{.nb = 1, .warps_per_cta = 4, .pipelined = true}, 3},  // split
   };
+  cases.push_back({300, 384, 256, 4, 2, Launch{.nb = 8}, 0, true});
+  cases.push_back({700, 256, 128, 4, 2, Launch{.nb = 8, .tc = true}, 0, true});
+  cases.push_back({900, 256, 256, 4, 2, Launch{.nb = 16, .tc = true}, 0, true});
   if (sm90) {
     cases.push_back({300, 256, 128, 8, 2, Launch{.nb = 16, .tc = true, .wgmma = true}, 0});
     cases.push_back({200, 640, 384, 8, 2, Launch{.nb = 2, .wgmma_min_tokens = 40}, 0});
   }
-  for (Fmt f : {Fmt::kNvfp4, Fmt::kFp8})
+  for (Fmt f : kFmts)
     for (const Case& c : cases) {
+      if (c.bf16_only && f != Fmt::kBf16) continue;
       sm_override_ = c.sms;
       prepare_ = false;
       const Tensor a = check(f, c.T, c.D, c.I, c.E, c.K, Routing::kRandom, c.l);
@@ -450,12 +458,11 @@ TEST_F(MoeGroupedTest, PrepareExpertsPacksSharedMatricesOnce) {
   TensorView xd = dev_->to_device(x), idd = dev_->to_device(ids_h), wd = dev_->to_device(wts);
   for (int round = 0; round < 2; ++round) {
     ops_->prepare_experts(ew_d, D);
-    for (const ops::ExpertWeights& ew : ew_d)
-      EXPECT_EQ(ew.down.layout, ops::WeightLayout::kNvfp4Packed);
+    for (const ops::ExpertWeights& ew : ew_d) EXPECT_EQ(ew.down.layout, ops::WeightLayout::kPacked);
     GroupedExperts ge;
     std::string why;
     ASSERT_TRUE(resolve_grouped_experts(ew_d, D, &ge, &why)) << why;
-    EXPECT_TRUE(ge.gate_up.nvfp4_packed && ge.down.nvfp4_packed);
+    EXPECT_TRUE(ge.gate_up.packed && ge.down.packed);
     // Packed and aligned (uploads): the pipelined GEMM takes bulk copies from sm_90 on with
     // 16-token tiles and more, not with 8-token ones.
     EXPECT_EQ(grouped_pipe_bulk(ge.gate_up, 2), ops_->device().cc_major >= 9);
@@ -470,24 +477,31 @@ TEST_F(MoeGroupedTest, PrepareExpertsPacksSharedMatricesOnce) {
 // The load-time rearrangement against the layout's definition (dequant_bits.h), byte for byte,
 // data and scales.
 TEST_F(MoeGroupedTest, PackKernelMatchesTheLayout) {
+  auto run = [&](int64_t N, int64_t per_row, bool scales, auto offset) {
+    const int64_t n = N * per_row;
+    Tensor src = Tensor::empty({n}, DType::kU8);
+    std::mt19937 rng(static_cast<uint32_t>(N + per_row + scales));
+    for (int64_t i = 0; i < n; ++i) src.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
+    TensorView s = dev_->to_device(src), dst = dev_->poisoned({n}, DType::kU8);
+    if (scales)
+      launch_nvfp4_pack_scales(dst.data<uint8_t>(), s.data<uint8_t>(), N, per_row * 16,
+                               ops_->stream());
+    else
+      launch_pack_data(dst.data<uint8_t>(), s.data<uint8_t>(), N, per_row, ops_->stream());
+    const Tensor got = dev_->to_host(dst);
+    int64_t bad = 0;
+    for (int64_t r = 0; r < N; ++r)
+      for (int64_t j = 0; j < per_row; ++j)
+        bad += got.data<uint8_t>()[offset(r, j)] != src.data<uint8_t>()[r * per_row + j];
+    EXPECT_EQ(bad, 0) << "N " << N << " per row " << per_row << " scales " << scales;
+  };
+  // Data: NVFP4 / FP8 / BF16 rows (64 bytes = one step of any format) up to GLM-5's widths.
+  for (auto [N, rb] : {std::pair<int64_t, int64_t>{16, 64}, {48, 192}, {2048, 3072}, {32, 12288}})
+    run(N, rb, false,
+        [rb = rb](int64_t r, int64_t b) { return grouped::packed_data_offset(true, rb, r, b); });
   for (auto [N, Kd] : {std::pair<int64_t, int64_t>{16, 128}, {48, 384}, {2048, 6144}})
-    for (bool scales : {false, true}) {
-      const int64_t per_row = Kd / (scales ? 16 : 2), n = N * per_row;
-      Tensor src = Tensor::empty({n}, DType::kU8);
-      std::mt19937 rng(static_cast<uint32_t>(N + Kd + scales));
-      for (int64_t i = 0; i < n; ++i) src.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
-      TensorView s = dev_->to_device(src), dst = dev_->poisoned({n}, DType::kU8);
-      launch_nvfp4_pack(dst.data<uint8_t>(), s.data<uint8_t>(), N, Kd, scales, ops_->stream());
-      const Tensor got = dev_->to_host(dst);
-      int64_t bad = 0;
-      for (int64_t r = 0; r < N; ++r)
-        for (int64_t j = 0; j < per_row; ++j) {
-          const int64_t o = scales ? grouped::nvfp4_scale_offset(true, Kd, r, j)
-                                   : grouped::nvfp4_data_offset(true, Kd, r, j);
-          bad += got.data<uint8_t>()[o] != src.data<uint8_t>()[r * per_row + j];
-        }
-      EXPECT_EQ(bad, 0) << "N " << N << " Kd " << Kd << " scales " << scales;
-    }
+    run(N, Kd / 16, true,
+        [Kd = Kd](int64_t r, int64_t j) { return grouped::nvfp4_scale_offset(true, Kd, r, j); });
 }
 
 TEST_F(MoeGroupedTest, GlmShapeSmallBatch) {  // real widths (D 6144, I 2048), few experts

@@ -49,9 +49,9 @@ TEST_F(ReferenceOpsTest, LinearWithBf16WeightsMatchesDirectSum) {
     }
 }
 
-// Weights a backend rearranged for its own MoE kernels (ops::WeightLayout::kNvfp4Packed) are not
+// Weights a backend rearranged for its own MoE kernels (ops::WeightLayout::kPacked) are not
 // the checkpoint's: the reference refuses them instead of computing with permuted bytes.
-TEST(ReferenceOpsDeathTest, RefusesPackedNvfp4Weights) {
+TEST(ReferenceOpsDeathTest, RefusesPackedWeights) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");  // the pool's threads
   Tensor codes = Tensor::zeros({16, 64}, DType::kU8),
          scale = Tensor::zeros({16, 8}, DType::kF8E4M3);
@@ -63,8 +63,13 @@ TEST(ReferenceOpsDeathTest, RefusesPackedNvfp4Weights) {
   ThreadPool pool{1};
   ReferenceOps ops{pool};
   ops.linear(y.view(), x.view(), w);  // row-major: fine
-  w.layout = ops::WeightLayout::kNvfp4Packed;
+  w.layout = ops::WeightLayout::kPacked;
   EXPECT_DEATH(ops.linear(y.view(), x.view(), w), "packed layout");
+  Tensor dense = randn({16, 128}, 4);  // any format
+  ops::Weight d{dense.cview()};
+  ops.linear(y.view(), x.view(), d);
+  d.layout = ops::WeightLayout::kPacked;
+  EXPECT_DEATH(ops.linear(y.view(), x.view(), d), "packed layout");
 }
 
 // Grouped routing: 8 experts in 4 groups, 2 groups kept. Expert 7 has the best single score

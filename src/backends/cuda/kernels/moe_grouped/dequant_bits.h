@@ -57,25 +57,28 @@ MOE_DQ_HD int64_t act_index(GroupedFmt f, int64_t k) {
   return k;
 }
 
-// Where the bytes of an NVFP4 [N, Kd] matrix live: data (two e2m1 per byte, Kd/2 bytes per row)
-// and block scales (one e4m3 per row and 16-k group j < Kd/16), in one of two layouts:
-// - row-major: the checkpoint's [N][Kd/2] and [N][Kd/16];
-// - packed (N % 16 == 0, Kd % 128 == 0): what CudaOps::prepare_experts makes of grouped
-//   experts at load, in place (same sizes). Both tensors are cut into blocks of 16 rows x 128 k
-//   (a warp's k-step in the grouped GEMMs), stored block row by block row, k-steps in order:
-//   block (r / 16, k / 128) holds 1024 data bytes at ((r / 16) * (Kd / 128) + k / 128) * 1024
-//   and 128 scale bytes at the same index * 128. Inside a block, mma lane L = 4 g + c (rows
-//   g + 8 h, h = 0, 1, and the 32 k from 32 c) finds its 16 data bytes of row g + 8 h at
-//   (32 h + L) * 16 (the row's bytes in their order), and its four scales at 4 L: (row g,
-//   group 2c), (row g, 2c + 1), (row g + 8, 2c), (row g + 8, 2c + 1).
-// A warp's k-step then reads 1024 + 128 contiguous bytes per matrix, an item's bytes are two
-// sequential streams, and each lane loads exactly its own A-fragment bytes (H200, glm5 layer at
-// T 8 / 64: 71.8 / 75.0% of 4.8 TB/s with the rows apart -> 75.5 / 80.3% packed, docs/perf.md).
-// Moving a row's position by 128 k moves it by the same amount in both layouts
-// (nvfp4_*_kstep), so the GEMMs keep one running pointer per row.
-MOE_DQ_HD int64_t nvfp4_data_offset(bool packed, int64_t Kd, int64_t r, int64_t b) {
-  if (!packed) return r * (Kd / 2) + b;
-  const int64_t blk = (r >> 4) * (Kd / 128) + (b >> 6);
+// Where the bytes of an expert matrix live (N rows of row_bytes bytes: BF16 2 Kd, FP8 Kd, NVFP4
+// Kd / 2 with two e2m1 per byte; NVFP4 block scales: one e4m3 per row and 16-k group j < Kd/16),
+// in one of two layouts:
+// - row-major: the checkpoint's [N][row_bytes] (and [N][Kd/16] scales);
+// - packed (N % 16 == 0, row_bytes % 64 == 0): what CudaOps::prepare_experts makes of grouped
+//   experts at load, in place (same sizes). The data is cut into blocks of 16 rows x 64 bytes (a
+//   warp's k-step in the grouped GEMMs: 128 k NVFP4, 64 k FP8, 32 k BF16), stored block row by
+//   block row, k-steps in order: block (r / 16, b / 64) at ((r / 16) * (row_bytes / 64) + b / 64)
+//   * 1024. Inside a block, mma lane L = 4 g + c (rows g + 8 h, h = 0, 1; bytes 16 c .. 16 c + 15
+//   of the step) finds its 16 bytes of row g + 8 h at (32 h + L) * 16, in the row's order.
+//   NVFP4 scales: the same blocks of 16 rows x 128 k, 128 bytes each at the same index * 128;
+//   lane L's four scales at 4 L: (row g, group 2c), (row g, 2c + 1), (row g + 8, 2c),
+//   (row g + 8, 2c + 1).
+// A warp's k-step then reads 1024 contiguous data bytes (+ 128 NVFP4 scale bytes) per matrix,
+// an item's bytes are sequential streams, and each lane loads exactly its own A-fragment bytes
+// (H200, glm5 layer at T 8 / 64, % of 4.8 TB/s, rows apart -> packed: NVFP4 71.8 / 75.0 ->
+// 75.5 / 80.3, BF16 81.8 / 84.8 -> 86.2 / 88.9, FP8 80.2 / 85.0 -> 83.3 / 87.9; docs/perf.md).
+// Moving a row's position by one step (64 data bytes, 8 scale groups) moves it by the same amount
+// in both layouts (*_kstep), so the GEMMs keep one running pointer per row.
+MOE_DQ_HD int64_t packed_data_offset(bool packed, int64_t row_bytes, int64_t r, int64_t b) {
+  if (!packed) return r * row_bytes + b;
+  const int64_t blk = (r >> 4) * (row_bytes / 64) + (b >> 6);
   const int64_t lane = (r & 7) * 4 + ((b >> 4) & 3);
   return blk * 1024 + (((r >> 3) & 1) * 32 + lane) * 16 + (b & 15);
 }
@@ -85,8 +88,8 @@ MOE_DQ_HD int64_t nvfp4_scale_offset(bool packed, int64_t Kd, int64_t r, int64_t
   const int64_t lane = (r & 7) * 4 + ((j >> 1) & 3);
   return blk * 128 + lane * 4 + ((r >> 3) & 1) * 2 + (j & 1);
 }
-// Bytes between k and k + 128 of one row: data, scales.
-MOE_DQ_HD int64_t nvfp4_data_kstep(bool packed) { return packed ? 1024 : 64; }
+// Bytes between one step of a row and the next: data (64 bytes of the row), NVFP4 scales (8).
+MOE_DQ_HD int64_t packed_data_kstep(bool packed) { return packed ? 1024 : 64; }
 MOE_DQ_HD int64_t nvfp4_scale_kstep(bool packed) { return packed ? 128 : 8; }
 
 }  // namespace moe::cuda::grouped

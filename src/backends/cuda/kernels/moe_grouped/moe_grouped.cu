@@ -13,8 +13,7 @@ bool grouped_pipe_bulk(const MoeGemmParams& p, int nb) {
   // 8-token tiles the bulk copies lose to per-lane cp.async (T 8 / 64: 69.8 / 74.7% against
   // 75.4 / 80.0% of 4.8 TB/s), with 16-token tiles they win (T 256: 62.3% against 57.4-59.5%;
   // the lanes' copy instructions go to the dequantization instead).
-  if (nb < 2 || static_cast<GroupedFmt>(p.fmt) != GroupedFmt::kNvfp4 || !p.nvfp4_packed)
-    return false;
+  if (nb < 2 || static_cast<GroupedFmt>(p.fmt) != GroupedFmt::kNvfp4 || !p.packed) return false;
   int dev = 0, major = 0;
   MOE_CUDA_CHECK(cudaGetDevice(&dev), "moe_gemm");
   MOE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev),
@@ -113,20 +112,39 @@ GroupedSkSizes grouped_sk_sizes(const GroupedLaunch& l) {
   return z;
 }
 
-void launch_nvfp4_pack(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd, bool scales,
-                       Stream stream) {
-  const char* what = scales ? "nvfp4_pack (scales)" : "nvfp4_pack (data)";
-  MOE_CHECK(N > 0 && N % 16 == 0 && Kd > 0 && Kd % 128 == 0)
-      << what << ": [" << N << ", " << Kd << "] (needs N % 16 == 0, Kd % 128 == 0)";
-  const int64_t n = N * Kd / (scales ? 16 : 2);
+namespace {
+void check_pack(uint8_t* dst, const uint8_t* src, int64_t n, const char* what) {
   const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
   MOE_CHECK(d + n <= s || s + n <= d) << what << ": dst and src overlap";
-  MOE_CHECK(scales || (d % 16 == 0 && s % 16 == 0)) << what << ": needs 16-byte aligned buffers";
-  const int64_t units = scales ? n : n / 16;
+}
+}  // namespace
+
+void launch_pack_data(uint8_t* dst, const uint8_t* src, int64_t N, int64_t row_bytes,
+                      Stream stream) {
+  MOE_CHECK(N > 0 && N % 16 == 0 && row_bytes > 0 && row_bytes % 64 == 0)
+      << "pack_data: " << N << " rows of " << row_bytes
+      << " bytes (needs N % 16 == 0, row bytes % 64 == 0)";
+  check_pack(dst, src, N * row_bytes, "pack_data");
+  MOE_CHECK(reinterpret_cast<uintptr_t>(dst) % 16 == 0 &&
+            reinterpret_cast<uintptr_t>(src) % 16 == 0)
+      << "pack_data: needs 16-byte aligned buffers";
+  const int64_t units = N * row_bytes / 16;
   const int64_t blocks = std::clamp<int64_t>((units + 255) / 256, 1, 4096);
-  grouped::nvfp4_pack_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(dst, src, N, Kd,
-                                                                                scales);
-  MOE_CUDA_CHECK_LAUNCH("moe_grouped/nvfp4_pack");
+  grouped::pack_data_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(dst, src, N,
+                                                                               row_bytes);
+  MOE_CUDA_CHECK_LAUNCH("moe_grouped/pack_data");
+}
+
+void launch_nvfp4_pack_scales(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd,
+                              Stream stream) {
+  MOE_CHECK(N > 0 && N % 16 == 0 && Kd > 0 && Kd % 128 == 0)
+      << "nvfp4_pack_scales: [" << N << ", " << Kd << "] (needs N % 16 == 0, Kd % 128 == 0)";
+  const int64_t n = N * Kd / 16;
+  check_pack(dst, src, n, "nvfp4_pack_scales");
+  const int64_t blocks = std::clamp<int64_t>((n + 255) / 256, 1, 4096);
+  grouped::nvfp4_pack_scales_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(dst, src, N,
+                                                                                       Kd);
+  MOE_CUDA_CHECK_LAUNCH("moe_grouped/nvfp4_pack_scales");
 }
 
 void launch_moe_group(const MoeGroupParams& p, Stream stream) {

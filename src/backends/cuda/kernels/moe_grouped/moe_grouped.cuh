@@ -186,21 +186,25 @@ __global__ void __launch_bounds__(kGroupThreads)
   }
 }
 
-// ---- load time: NVFP4 data or scales, row-major -> packed (dequant_bits.h) ----
+// ---- load time: expert data and NVFP4 scales, row-major -> packed (dequant_bits.h) ----
 
+// 16-byte chunks (a chunk stays whole in the packed layout).
 __global__ void __launch_bounds__(256)
-    nvfp4_pack_kernel(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd, bool scales) {
-  // Data: 16-byte chunks (a chunk stays whole in the packed layout); scales: bytes.
-  const int64_t per_row = scales ? Kd / 16 : Kd / 32, n = N * per_row;
+    pack_data_kernel(uint8_t* dst, const uint8_t* src, int64_t N, int64_t row_bytes) {
+  const int64_t per_row = row_bytes / 16, n = N * per_row;
   for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < n;
        u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = u / per_row, q = u % per_row;
-    if (scales)
-      dst[nvfp4_scale_offset(true, Kd, r, q)] = src[u];
-    else
-      *reinterpret_cast<uint4*>(dst + nvfp4_data_offset(true, Kd, r, q * 16)) =
-          reinterpret_cast<const uint4*>(src)[u];
+    *reinterpret_cast<uint4*>(dst + packed_data_offset(true, row_bytes, r, q * 16)) =
+        reinterpret_cast<const uint4*>(src)[u];
   }
+}
+__global__ void __launch_bounds__(256)
+    nvfp4_pack_scales_kernel(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd) {
+  const int64_t per_row = Kd / 16, n = N * per_row;
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < n;
+       u += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    dst[nvfp4_scale_offset(true, Kd, u / per_row, u % per_row)] = src[u];
 }
 
 // ---- grouped GEMM ----
@@ -239,24 +243,18 @@ template <GroupedFmt F, bool GU>
 __device__ __forceinline__ const uint8_t* weight_row(const MoeGemmParams& p, int e, int64_t rbase,
                                                      int t, int h, int g, int c) {
   const int64_t r = rbase + g + 8 * h;
-  const uint8_t* base = static_cast<const uint8_t*>(p.w[GU ? t : 0][e]);
-  if constexpr (F == GroupedFmt::kNvfp4)
-    return base + nvfp4_data_offset(p.nvfp4_packed, p.Kd, r, c * 16);
-  return base + r * Fmt<F>::row_bytes(p.Kd) + c * 16;
+  return static_cast<const uint8_t*>(p.w[GU ? t : 0][e]) +
+         packed_data_offset(p.packed, Fmt<F>::row_bytes(p.Kd), r, c * 16);
 }
 // Bytes from a lane's weight chunk at one k-step to the next, and from its half 0 (row g) to its
-// half 1 (row g + 8) (either nvfp4 layout).
-template <GroupedFmt F>
+// half 1 (row g + 8) (either layout).
 __device__ __forceinline__ int64_t weight_kstep(const MoeGemmParams& p) {
-  if constexpr (F == GroupedFmt::kNvfp4) return nvfp4_data_kstep(p.nvfp4_packed);
-  return 64;
+  return packed_data_kstep(p.packed);
 }
 template <GroupedFmt F>
 __device__ __forceinline__ int64_t weight_half(const MoeGemmParams& p) {
-  if constexpr (F == GroupedFmt::kNvfp4)
-    return nvfp4_data_offset(p.nvfp4_packed, p.Kd, 8, 0) -
-           nvfp4_data_offset(p.nvfp4_packed, p.Kd, 0, 0);
-  return 8 * Fmt<F>::row_bytes(p.Kd);
+  const int64_t rb = Fmt<F>::row_bytes(p.Kd);
+  return packed_data_offset(p.packed, rb, 8, 0) - packed_data_offset(p.packed, rb, 0, 0);
 }
 // The nvfp4 scales of the same lane at k-step 0 (its two 16-k groups 2c, 2c + 1, adjacent in
 // either layout); those of step ks ks * nvfp4_scale_kstep bytes further (dequant_bits.h).
@@ -264,7 +262,7 @@ template <bool GU>
 __device__ __forceinline__ const uint8_t* scale_lane(const MoeGemmParams& p, int e, int64_t rbase,
                                                      int t, int h, int g, int c) {
   return static_cast<const uint8_t*>(p.s[GU ? t : 0][e]) +
-         nvfp4_scale_offset(p.nvfp4_packed, p.Kd, rbase + g + 8 * h, 2 * c);
+         nvfp4_scale_offset(p.packed, p.Kd, rbase + g + 8 * h, 2 * c);
 }
 
 // Activations of k-step ks (B fragments of every token column). The pipelined kernel loads them
@@ -389,7 +387,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
   const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * row_blocks;
   const int64_t nsteps = p.Kd / Tr::kStepK;
   constexpr int U = kUnroll<NB>;
-  const int64_t wstep = weight_kstep<F>(p), sstep = nvfp4_scale_kstep(p.nvfp4_packed);
+  const int64_t wstep = weight_kstep(p), sstep = nvfp4_scale_kstep(p.packed);
 
   for (int64_t item = static_cast<int64_t>(blockIdx.x) * wpb + (threadIdx.x >> 5); item < n_items;
        item += warps_total) {
@@ -525,13 +523,13 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   const uint4* ring = smem + (threadIdx.x >> 5) * (kGroupedPipeWarpBytes / 16);
   const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + lane * 16;
   // Per k-step and from half 0 (row g) to half 1 (row g + 8) of a lane's source bytes.
-  const int wstep = static_cast<int>(weight_kstep<F>(p)),
-            sstep = static_cast<int>(nvfp4_scale_kstep(p.nvfp4_packed)),
+  const int wstep = static_cast<int>(weight_kstep(p)),
+            sstep = static_cast<int>(nvfp4_scale_kstep(p.packed)),
             whalf = static_cast<int>(weight_half<F>(p));
   // nvfp4 scales: each (matrix, half) copies the aligned 4-byte word that holds its two bytes
   // and reads back its half of it. Row-major, half 1's word is 8 rows (Kd / 2 bytes) further;
   // packed, one word holds both halves of a lane and is copied once.
-  const bool packed = F == GroupedFmt::kNvfp4 && p.nvfp4_packed;
+  const bool packed = F == GroupedFmt::kNvfp4 && p.packed;
   const int shalf = static_cast<int>(p.Kd / 2);
   // BULK: one mbarrier per stage after the warp's stages; bit s of `phase`: parity of stage s's
   // next completion.

@@ -122,9 +122,9 @@ struct MoeGemmParams {
   const void* w[2][kMaxGroupedExperts] = {};
   // fp8: [N/128, Kd/128] f32; nvfp4: [N, Kd/16] e4m3
   const void* s[2][kMaxGroupedExperts] = {};
-  // nvfp4: data and scales in the packed layout of CudaOps::prepare_experts instead of
+  // Data (and nvfp4 scales) in the packed layout of CudaOps::prepare_experts instead of
   // row-major (dequant_bits.h)
-  bool nvfp4_packed = false;
+  bool packed = false;
   float gs[2][kMaxGroupedExperts] = {};  // nvfp4 global scale
   // Stream-K workspace of the pipelined kernel (grouped_sk_sizes): partial sums of items split
   // between warps, and one arrival counter per warp of the grid, zero at launch.
@@ -151,11 +151,13 @@ bool grouped_pipe_bulk(const MoeGemmParams& p, int nb);
 int64_t grouped_k_multiple(GroupedFmt f);
 
 void launch_moe_group(const MoeGroupParams& p, Stream stream);
-// dst (packed) <- src (row-major): the data (N * Kd / 2 bytes, 16-byte aligned) or the scales
-// (N * Kd / 16 bytes) of an NVFP4 [N, Kd] matrix (dequant_bits.h; N % 16 == 0, Kd % 128 == 0),
-// not overlapping.
-void launch_nvfp4_pack(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd, bool scales,
-                       Stream stream);
+// dst (packed) <- src (row-major), not overlapping (dequant_bits.h): the data of a matrix of N
+// rows of row_bytes bytes (N % 16 == 0, row_bytes % 64 == 0, 16-byte aligned buffers), or the
+// scales of an NVFP4 [N, Kd] matrix (N * Kd / 16 bytes; Kd % 128 == 0).
+void launch_pack_data(uint8_t* dst, const uint8_t* src, int64_t N, int64_t row_bytes,
+                      Stream stream);
+void launch_nvfp4_pack_scales(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd,
+                              Stream stream);
 void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);
 // The tc GEMM (called by launch_moe_gemm when l.tc): BF16, Kd % 64 == 0, N % 64 (gate_up) or
 // N % 128 (down) == 0, 16-byte aligned activations, weights and outputs.

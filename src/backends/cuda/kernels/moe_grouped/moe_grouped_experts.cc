@@ -12,7 +12,7 @@ struct Mat {
   const void* data;
   const void* scale;
   float gs;
-  bool packed;  // nvfp4 data and scales in the packed layout
+  bool packed;  // data (and nvfp4 scales) in the packed layout
 };
 
 // Validates one matrix [N, Kd] of format f and returns its pointers.
@@ -20,13 +20,12 @@ Mat matrix(const ops::Weight& w, GroupedFmt f, int64_t N, int64_t Kd, const char
   MOE_CHECK(w.rows() == N && w.cols() == Kd && w.data.is_contiguous())
       << "moe_experts: expert " << e << " " << what << " " << w.data.shape().to_string()
       << " (expected " << N << " x " << Kd << ", contiguous)";
-  MOE_CHECK(w.layout == ops::WeightLayout::kRowMajor || f == GroupedFmt::kNvfp4)
-      << "moe_experts: expert " << e << " " << what << ": packed layout on a non-NVFP4 weight";
+  const bool packed = w.layout == ops::WeightLayout::kPacked;
   switch (f) {
     case GroupedFmt::kBf16:
       MOE_CHECK(w.format == ops::WeightFormat::kDense && w.data.dtype() == DType::kBF16)
           << "moe_experts: expert " << e << " " << what << " is not BF16 like expert 0";
-      return {w.data.raw(), nullptr, 1.f, false};
+      return {w.data.raw(), nullptr, 1.f, packed};
     case GroupedFmt::kFp8Block:
       MOE_CHECK(w.format == ops::WeightFormat::kFp8Block && w.data.dtype() == DType::kF8E4M3 &&
                 w.block == 128 && w.scale.dtype() == DType::kF32 && w.scale.is_contiguous() &&
@@ -35,7 +34,7 @@ Mat matrix(const ops::Weight& w, GroupedFmt f, int64_t N, int64_t Kd, const char
           << "moe_experts: expert " << e << " " << what << " fp8 block weight "
           << w.data.shape().to_string() << " scale " << w.scale.shape().to_string() << " block "
           << w.block << " (expected F8_E4M3 data, F32 scale per 128 x 128)";
-      return {w.data.raw(), w.scale.raw(), 1.f, false};
+      return {w.data.raw(), w.scale.raw(), 1.f, packed};
     case GroupedFmt::kNvfp4:
       MOE_CHECK(w.format == ops::WeightFormat::kNvfp4 && w.data.dtype() == DType::kU8 &&
                 w.scale.dtype() == DType::kF8E4M3 && w.scale.is_contiguous() &&
@@ -43,8 +42,7 @@ Mat matrix(const ops::Weight& w, GroupedFmt f, int64_t N, int64_t Kd, const char
           << "moe_experts: expert " << e << " " << what << " nvfp4 weight "
           << w.data.shape().to_string() << " scale " << w.scale.shape().to_string()
           << " (expected U8 [N, K/2] data, F8_E4M3 [N, K/16] scale)";
-      return {w.data.raw(), w.scale.raw(), w.global_scale,
-              w.layout == ops::WeightLayout::kNvfp4Packed};
+      return {w.data.raw(), w.scale.raw(), w.global_scale, packed};
   }
   return {};
 }
@@ -100,10 +98,10 @@ bool resolve_grouped_experts(std::span<const ops::ExpertWeights> experts, int64_
     const Mat u = matrix(experts[e].up, f, I, D, "up", e);
     const Mat d = matrix(experts[e].down, f, D, I, "down", e);
     // One layout per layer (prepare_experts packs all of a layer's experts or none).
-    if (e == 0) out->gate_up.nvfp4_packed = out->down.nvfp4_packed = g.packed;
-    MOE_CHECK(g.packed == out->gate_up.nvfp4_packed && u.packed == g.packed && d.packed == g.packed)
-        << "moe_experts: expert " << e << " mixes packed and row-major NVFP4 weights (expert 0: "
-        << (out->gate_up.nvfp4_packed ? "packed" : "row-major") << ")";
+    if (e == 0) out->gate_up.packed = out->down.packed = g.packed;
+    MOE_CHECK(g.packed == out->gate_up.packed && u.packed == g.packed && d.packed == g.packed)
+        << "moe_experts: expert " << e << " mixes packed and row-major weights (expert 0: "
+        << (out->gate_up.packed ? "packed" : "row-major") << ")";
     out->gate_up.w[0][e] = g.data;
     out->gate_up.s[0][e] = g.scale;
     out->gate_up.gs[0][e] = g.gs;

@@ -92,18 +92,23 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int64_t r = GU ? p.sorted_slot[pos0 + tok] / p.K : pos0 + tok;
       asrc[i] = act + r * p.Kd + ch * 8;
     }
-    const uint16_t* bsrc[kBChunks];
+    // Weight chunk ch of a row at k-block 0 in either layout (dequant_bits.h); k-block ks is
+    // 128 bytes of the row, two layout steps further.
+    const uint8_t* bsrc[kBChunks];
 #pragma unroll
     for (int i = 0; i < kBChunks; ++i) {
       const int row = crow + 32 * i;
       if constexpr (GU) {  // n8 block b of the CTA: even = gate, odd = up, columns (b/2)*8..
         const int b = row >> 3;
         const int64_t wr = nblk * 64 + (b >> 1) * 8 + (row & 7);
-        bsrc[i] = static_cast<const uint16_t*>(p.w[b & 1][e]) + wr * p.Kd + ch * 8;
+        bsrc[i] = static_cast<const uint8_t*>(p.w[b & 1][e]) +
+                  grouped::packed_data_offset(p.packed, p.Kd * 2, wr, ch * 16);
       } else {
-        bsrc[i] = static_cast<const uint16_t*>(p.w[0][e]) + (nblk * kBN + row) * p.Kd + ch * 8;
+        bsrc[i] = static_cast<const uint8_t*>(p.w[0][e]) +
+                  grouped::packed_data_offset(p.packed, p.Kd * 2, nblk * kBN + row, ch * 16);
       }
     }
+    const int64_t b_kstep = 2 * grouped::packed_data_kstep(p.packed);
     const uint32_t a_dst = swz(crow, ch), b_dst = kAStage + swz(crow, ch);
     auto load_stage = [&](int64_t ks, int stage) {
       const uint32_t base = smem_s + stage * kStageBytes<BM>;
@@ -112,7 +117,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         cp_async16(base + a_dst + i * 32 * kRowBytes, asrc[i] + ks * kBK);
 #pragma unroll
       for (int i = 0; i < kBChunks; ++i)
-        cp_async16(base + b_dst + i * 32 * kRowBytes, bsrc[i] + ks * kBK);
+        cp_async16(base + b_dst + i * 32 * kRowBytes, bsrc[i] + ks * b_kstep);
     };
 
     float acc[MT][NT][4];

@@ -212,13 +212,12 @@ __device__ __forceinline__ ItemSrc<F, BN, GU> item_src(const MoeGemmParams& p, i
     int64_t wr;
     staged_row<BN, GU>(r, s.nblk, &m, &wr);
     s.w[i] = static_cast<const uint8_t*>(p.w[m][s.e]) +
-             (F == GroupedFmt::kNvfp4 ? grouped::nvfp4_data_offset(p.nvfp4_packed, p.Kd, wr, q * 16)
-                                      : wr * row_bytes + q * 16);
+             grouped::packed_data_offset(p.packed, row_bytes, wr, q * 16);
     if constexpr (F == GroupedFmt::kFp8Block)
       s.s[i] = static_cast<const float*>(p.s[m][s.e]) + (wr / 128) * (p.Kd / 128);
     else if constexpr (F == GroupedFmt::kNvfp4)
       s.s[i] = static_cast<const uint8_t*>(p.s[m][s.e]) +
-               grouped::nvfp4_scale_offset(p.nvfp4_packed, p.Kd, wr, q * 2);
+               grouped::nvfp4_scale_offset(p.packed, p.Kd, wr, q * 2);
     else
       s.s[i] = nullptr;
   }
@@ -250,16 +249,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t n_blocks = GU ? p.N / (BN / 2) : p.N / BN;
   const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * n_blocks;
   const int64_t ksteps = p.Kd / kBK;
-  // Bytes from k-block ks's weights and scales to those of ks + 1: a k-block of 64 is half of
-  // an nvfp4 layout's 128-k step (dequant_bits.h): (ks >> 1) * kstep + (ks & 1) * half.
+  // Bytes from k-block 0's weights and scales to those of k-block ks (either layout,
+  // dequant_bits.h): a k-block of 64 k is kWRowBytes of a row, i.e. two (BF16), one (FP8) or half
+  // (NVFP4) a layout step of 64 bytes; within a step, 32 bytes further are 32 bytes further.
   static_assert(kBK == 64);
-  const bool packed = p.nvfp4_packed;
-  const int64_t w_kstep =
-                    F == GroupedFmt::kNvfp4 ? grouped::nvfp4_data_kstep(packed) : 2 * kWRowBytes<F>,
-                w_half = F == GroupedFmt::kNvfp4 ? grouped::nvfp4_data_offset(packed, p.Kd, 0, 32)
-                                                 : kWRowBytes<F>,
+  const bool packed = p.packed;
+  const int64_t w_kstep = grouped::packed_data_kstep(packed),
                 s_kstep = grouped::nvfp4_scale_kstep(packed),
                 s_half = grouped::nvfp4_scale_offset(packed, p.Kd, 0, 4);
+  auto w_off = [&](int64_t ks) {
+    return (ks * kWRowBytes<F> / 64) * w_kstep + (ks * kWRowBytes<F>) % 64;
+  };
   const uint32_t a_dst = swz(tid >> 3, tid & 7);
 
   auto load_a = [&](const ItemSrc<F, BN, GU>& s, int64_t ks, int stage) {
@@ -271,7 +271,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int i = 0; i < kWLoads<F, BN>; ++i) {
         const int u = tid + i * kThreads;
-        cp_async16(base + kAStage + swz(u >> 3, u & 7), s.w[i] + ks * kWRowBytes<F>);
+        cp_async16(base + kAStage + swz(u >> 3, u & 7), s.w[i] + w_off(ks));
       }
     }
   };
@@ -280,7 +280,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kQuant) {
 #pragma unroll
       for (int i = 0; i < kWLoads<F, BN>; ++i) {
-        R.w[i] = grouped::ld_stream(s.w[i] + (ks >> 1) * w_kstep + (ks & 1) * w_half);
+        R.w[i] = grouped::ld_stream(s.w[i] + w_off(ks));
         if constexpr (F == GroupedFmt::kFp8Block)
           R.sf[i] = __ldg(static_cast<const float*>(s.s[i]) + (ks * kBK) / 128);
         else
