@@ -18,7 +18,7 @@
 // Usage: moe_bench [--fmt bf16,fp8,nvfp4] [--shape glm5,dsv3,glm5-tp8,glm5-ep8,dsv3-tp8,dsv3-ep8]
 //                  [--routing uniform,zipf1,zipf1.5,hot8] [--tokens 1,4,8,...,4096,8192]
 //                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
-//                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1]
+//                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -97,6 +97,8 @@ ConstTensorView dev_view(void* p, moe::Shape sh, DType dt) {
   return ConstTensorView(p, dt, sh, Device::kCuda);
 }
 
+bool g_row_major = false;  // --layout rowmajor
+
 ops::Weight make_weight(Layer& L, GroupedFmt f, int64_t N, int64_t K, uint32_t seed) {
   ops::Weight w;
   auto alloc = [&](size_t n, int kind, uint32_t sd) {
@@ -127,8 +129,9 @@ ops::Weight make_weight(Layer& L, GroupedFmt f, int64_t N, int64_t K, uint32_t s
       w.global_scale = 0.02f;
       break;
   }
-  // Random bytes, read in the layout CudaOps::prepare_experts gives the engine's.
-  w.layout = ops::WeightLayout::kPacked;
+  // Random bytes, read in the layout CudaOps::prepare_experts gives the engine's (--layout
+  // rowmajor: the checkpoint's, for A/B measurements of the layout).
+  w.layout = g_row_major ? ops::WeightLayout::kRowMajor : ops::WeightLayout::kPacked;
   return w;
 }
 
@@ -271,7 +274,13 @@ int main(int argc, char** argv) {
       force_pipe = std::atoi(v.c_str());
     else if (a == "--sweep")
       sweep = std::atoi(v.c_str());
-    else {
+    else if (a == "--layout") {
+      if (v != "packed" && v != "rowmajor") {
+        std::fprintf(stderr, "unknown --layout %s (packed, rowmajor)\n", v.c_str());
+        return 2;
+      }
+      g_row_major = v == "rowmajor";
+    } else {
       std::fprintf(stderr, "unknown flag %s\n", a.c_str());
       return 2;
     }
