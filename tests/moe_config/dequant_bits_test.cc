@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backends/cuda/kernels/moe_grouped/dequant_bits.h"
@@ -116,53 +117,52 @@ TEST(DequantBits, Nvfp4ActivationOrderMatchesThePairs) {
 // 1024 data + 128 scale contiguous bytes (blocks of a row block in k order, row blocks in
 // order), and mma lane L = 4 g + c finds its 16 bytes of rows g and g + 8 (bytes 16 c .. of the
 // step) at 16 L and 16 (32 + L), their four scales at 4 L.
+// One tensor of N rows x per_row elements in both layouts: offset(packed, r, i) is r * per_row + i
+// row-major and want(r, i) packed, packed is a permutation, and `step` elements further along a
+// row is kstep(packed) further in each layout.
+template <class Offset, class Want, class Kstep>
+void check_layouts(int64_t N, int64_t per_row, int64_t step, Offset offset, Want want, Kstep kstep,
+                   const std::string& what) {
+  std::vector<int> seen(N * per_row, 0);
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t i = 0; i < per_row; ++i) {
+      EXPECT_EQ(offset(false, r, i), r * per_row + i) << what;
+      const int64_t o = offset(true, r, i);
+      ASSERT_GE(o, 0) << what;
+      ASSERT_LT(o, N * per_row) << what;
+      ++seen[o];
+      EXPECT_EQ(o, want(r, i)) << what << " row " << r << " element " << i;
+      if (i >= step) {
+        EXPECT_EQ(o - offset(true, r, i - step), kstep(true)) << what;
+        EXPECT_EQ(offset(false, r, i) - offset(false, r, i - step), kstep(false)) << what;
+      }
+    }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), N * per_row) << "not a permutation, " << what;
+}
+
 TEST(DequantBits, PackedLayouts) {
+  const int64_t N = 48;
   for (int64_t Kd : {int64_t{128}, int64_t{384}, int64_t{6144}}) {
-    const int64_t N = 48, G = Kd / 16, B = Kd / 2, steps = Kd / 128;  // NVFP4 rows
-    std::vector<int> seen_s(N * G, 0);
-    for (int64_t r = 0; r < N; ++r) {
-      const int64_t g = r % 8, h = (r % 16) / 8;
-      for (int64_t j = 0; j < G; ++j) {
-        EXPECT_EQ(nvfp4_scale_offset(false, Kd, r, j), r * G + j) << "Kd " << Kd;
-        const int64_t o = nvfp4_scale_offset(true, Kd, r, j);
-        ASSERT_GE(o, 0);
-        ASSERT_LT(o, N * G);
-        ++seen_s[o];
-        const int64_t c = (j % 8) / 2, lane = 4 * g + c;
-        EXPECT_EQ(o, ((r / 16) * steps + j / 8) * 128 + 4 * lane + 2 * h + j % 2) << "Kd " << Kd;
-        if (j >= 8) {  // one step further: the same offset step in each layout
-          EXPECT_EQ(o - nvfp4_scale_offset(true, Kd, r, j - 8), nvfp4_scale_kstep(true));
-          EXPECT_EQ(nvfp4_scale_offset(false, Kd, r, j) - nvfp4_scale_offset(false, Kd, r, j - 8),
-                    nvfp4_scale_kstep(false));
-        }
-      }
-    }
-    EXPECT_EQ(std::count(seen_s.begin(), seen_s.end(), 1), N * G) << "not a permutation, Kd " << Kd;
-    // Data rows of any format: NVFP4 (Kd / 2 bytes), FP8 (Kd), BF16 (2 Kd).
-    for (int64_t rb : {B, Kd, 2 * Kd}) {
-      std::vector<int> seen_d(N * rb, 0);
-      for (int64_t r = 0; r < N; ++r) {
-        const int64_t g = r % 8, h = (r % 16) / 8;
-        for (int64_t b = 0; b < rb; ++b) {
-          EXPECT_EQ(packed_data_offset(false, rb, r, b), r * rb + b) << "row bytes " << rb;
-          const int64_t o = packed_data_offset(true, rb, r, b);
-          ASSERT_GE(o, 0);
-          ASSERT_LT(o, N * rb);
-          ++seen_d[o];
-          const int64_t c = (b % 64) / 16, lane = 4 * g + c;
-          EXPECT_EQ(o, ((r / 16) * (rb / 64) + b / 64) * 1024 + (32 * h + lane) * 16 + b % 16)
-              << "row bytes " << rb;
-          if (b >= 64) {
-            EXPECT_EQ(o - packed_data_offset(true, rb, r, b - 64), packed_data_kstep(true));
-            EXPECT_EQ(
-                packed_data_offset(false, rb, r, b) - packed_data_offset(false, rb, r, b - 64),
-                packed_data_kstep(false));
-          }
-        }
-      }
-      EXPECT_EQ(std::count(seen_d.begin(), seen_d.end(), 1), N * rb)
-          << "not a permutation, row bytes " << rb;
-    }
+    // NVFP4 scales: 8 groups per step, lane 4 g + c holds groups 2c, 2c + 1 of rows g, g + 8.
+    check_layouts(
+        N, Kd / 16, 8,
+        [&](bool pk, int64_t r, int64_t j) { return nvfp4_scale_offset(pk, Kd, r, j); },
+        [&](int64_t r, int64_t j) {
+          const int64_t lane = 4 * (r % 8) + (j % 8) / 2;
+          return ((r / 16) * (Kd / 128) + j / 8) * 128 + 4 * lane + 2 * ((r % 16) / 8) + j % 2;
+        },
+        nvfp4_scale_kstep, "scales, Kd " + std::to_string(Kd));
+    // Data rows of any format: NVFP4 (Kd / 2 bytes), FP8 (Kd), BF16 (2 Kd); 64 bytes per step.
+    for (int64_t rb : {Kd / 2, Kd, 2 * Kd})
+      check_layouts(
+          N, rb, 64,
+          [&](bool pk, int64_t r, int64_t b) { return packed_data_offset(pk, rb, r, b); },
+          [&](int64_t r, int64_t b) {
+            const int64_t lane = 4 * (r % 8) + (b % 64) / 16;
+            return ((r / 16) * (rb / 64) + b / 64) * 1024 + (32 * ((r % 16) / 8) + lane) * 16 +
+                   b % 16;
+          },
+          packed_data_kstep, "data, row bytes " + std::to_string(rb));
   }
 }
 
