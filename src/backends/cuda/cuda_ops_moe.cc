@@ -17,6 +17,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/kernels/moe_experts/moe_experts.h"
+#include "backends/cuda/kernels/moe_grouped/dequant_bits.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
 #include "backends/cuda/kernels/moe_route/moe_route.h"
 #include "backends/cuda/kernels/sample/sample.h"
@@ -104,7 +105,7 @@ void CudaOps::prepare_experts(std::span<ops::ExpertWeights> experts, int64_t D) 
   MOE_CHECK(!capturing()) << "prepare_experts while the stream is captured (load time only)";
   const bool nvfp4 = ge.fmt == GroupedFmt::kNvfp4;
   auto row_bytes = [&](const ops::Weight& w) {
-    return ge.fmt == GroupedFmt::kBf16 ? w.cols() * 2 : nvfp4 ? w.cols() / 2 : w.cols();
+    return grouped::grouped_row_bytes(ge.fmt, w.cols());
   };
   for (const ops::ExpertWeights& ew : experts)
     for (const ops::Weight* w : {&ew.gate, &ew.up, &ew.down})

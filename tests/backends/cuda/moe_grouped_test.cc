@@ -464,10 +464,22 @@ TEST_F(MoeGroupedTest, PrepareExpertsPacksSharedMatricesOnce) {
     ASSERT_TRUE(resolve_grouped_experts(ew_d, D, &ge, &why)) << why;
     EXPECT_TRUE(ge.gate_up.packed && ge.down.packed);
     // Packed and aligned (uploads): the pipelined GEMM takes bulk copies from sm_90 on with
-    // 16-token tiles and more, not with 8-token ones.
-    EXPECT_EQ(grouped_pipe_bulk(ge.gate_up, 2), ops_->device().cc_major >= 9);
-    EXPECT_EQ(grouped_pipe_bulk(ge.down, 4), ops_->device().cc_major >= 9);
-    EXPECT_FALSE(grouped_pipe_bulk(ge.gate_up, 1));
+    // 16-token tiles and more, not with 8-token ones, nor with weights 16-byte misaligned.
+    EXPECT_EQ(ge.gate_up.weight_align, 16);
+    EXPECT_EQ(ge.down.weight_align, 16);
+    GroupedLaunch l =
+        moe_launch(MoeKernelConfig{2, 8, 2, true}, moe_limits(ops_->device()), GroupedFmt::kNvfp4);
+    EXPECT_EQ(grouped_pipe_bulk(ge.gate_up, l), ops_->device().cc_major >= 9);
+    l.nb = 4;
+    EXPECT_EQ(grouped_pipe_bulk(ge.down, l), ops_->device().cc_major >= 9);
+    MoeGemmParams shifted = ge.gate_up;  // pointers only, never launched
+    shifted.s[1][0] = static_cast<const uint8_t*>(ge.gate_up.s[1][0]) + 4;
+    shifted.weight_align = grouped_weight_align(shifted);
+    EXPECT_EQ(shifted.weight_align, 4);
+    l.nb = 2;
+    EXPECT_FALSE(grouped_pipe_bulk(shifted, l));
+    l.nb = 1;
+    EXPECT_FALSE(grouped_pipe_bulk(ge.gate_up, l));
     TensorView y = dev_->poisoned({T, D}, DType::kF32);
     ops_->moe_experts(y, xd, idd, wd, ew_d);
     EXPECT_LE(rel_error(dev_->to_host(y), want), kTolGrouped) << "round " << round;

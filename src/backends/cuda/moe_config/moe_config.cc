@@ -166,6 +166,7 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   l.pipelined = c.pipelined && c.nb != 8 && !c.tc;
   l.tc = c.tc;
   l.wgmma = c.tc && c.wgmma;
+  l.cc = lim.cc;
   // Hybrid: experts with many tokens of a call go to the warpgroup-MMA GEMM (sm_90 only).
   if (!c.tc && moe_config_fits(MoeKernelConfig{16, 8, 1, false, true, true}, f, lim))
     l.wgmma_min_tokens =

@@ -57,6 +57,11 @@ MOE_DQ_HD int64_t act_index(GroupedFmt f, int64_t k) {
   return k;
 }
 
+// Bytes of one expert matrix row of k weights: BF16 2 k, FP8 k, NVFP4 k / 2 (two e2m1 per byte).
+MOE_DQ_HD int64_t grouped_row_bytes(GroupedFmt f, int64_t k) {
+  return f == GroupedFmt::kBf16 ? k * 2 : f == GroupedFmt::kNvfp4 ? k / 2 : k;
+}
+
 // Where the bytes of an expert matrix live (N rows of row_bytes bytes: BF16 2 Kd, FP8 Kd, NVFP4
 // Kd / 2 with two e2m1 per byte; NVFP4 block scales: one e4m3 per row and 16-k group j < Kd/16),
 // in one of two layouts:

@@ -8,23 +8,13 @@
 
 namespace moe::cuda {
 
-bool grouped_pipe_bulk(const MoeGemmParams& p, int nb) {
+bool grouped_pipe_bulk(const MoeGemmParams& p, const GroupedLaunch& l) {
   // NOTE: measured on the H200 (2026-11-30, glm5 / dsv3 NVFP4, 8 warps x 2 CTAs per SM): with
   // 8-token tiles the bulk copies lose to per-lane cp.async (T 8 / 64: 69.8 / 74.7% against
   // 75.4 / 80.0% of 4.8 TB/s), with 16-token tiles they win (T 256: 62.3% against 57.4-59.5%;
   // the lanes' copy instructions go to the dequantization instead).
-  if (nb < 2 || static_cast<GroupedFmt>(p.fmt) != GroupedFmt::kNvfp4 || !p.packed) return false;
-  int dev = 0, major = 0;
-  MOE_CUDA_CHECK(cudaGetDevice(&dev), "moe_gemm");
-  MOE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev),
-                 "moe_gemm");
-  if (major < 9) return false;
-  for (int m = 0; m < (p.gate_up ? 2 : 1); ++m)
-    for (int e = 0; e < kMaxGroupedExperts && p.w[m][e] != nullptr; ++e)
-      if (reinterpret_cast<uintptr_t>(p.w[m][e]) % 16 != 0 ||
-          reinterpret_cast<uintptr_t>(p.s[m][e]) % 16 != 0)
-        return false;
-  return true;
+  return l.nb >= 2 && static_cast<GroupedFmt>(p.fmt) == GroupedFmt::kNvfp4 && p.packed &&
+         l.cc >= 90 && p.weight_align >= 16;
 }
 
 namespace {
@@ -32,11 +22,7 @@ namespace {
 // The cp.async pipeline copies nvfp4 scales in 4-byte words: every scale matrix must be 4-byte
 // aligned (rows are Kd/16 bytes, a multiple of 8); otherwise the register-streaming kernel runs.
 bool pipe_aligned(const MoeGemmParams& p) {
-  if (static_cast<GroupedFmt>(p.fmt) != GroupedFmt::kNvfp4) return true;
-  for (int m = 0; m < (p.gate_up ? 2 : 1); ++m)
-    for (int e = 0; e < kMaxGroupedExperts && p.w[m][e] != nullptr; ++e)
-      if (reinterpret_cast<uintptr_t>(p.s[m][e]) % 4 != 0) return false;
-  return true;
+  return static_cast<GroupedFmt>(p.fmt) != GroupedFmt::kNvfp4 || p.weight_align >= 4;
 }
 
 template <GroupedFmt F, int NB>
@@ -57,7 +43,7 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
         << name << ": the pipelined kernel needs its stream-K workspace (grouped_sk_sizes)";
     if (pipe) {
       if constexpr (F == GroupedFmt::kNvfp4 && NB >= 2) {
-        if (grouped_pipe_bulk(p, NB)) {
+        if (grouped_pipe_bulk(p, l)) {
           p.gate_up ? go(grouped::moe_gemm_pipe_kernel<F, NB, true, true>, smem)
                     : go(grouped::moe_gemm_pipe_kernel<F, NB, false, true>, smem);
           return;

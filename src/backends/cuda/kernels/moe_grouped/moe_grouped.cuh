@@ -244,16 +244,13 @@ __device__ __forceinline__ const uint8_t* weight_row(const MoeGemmParams& p, int
                                                      int t, int h, int g, int c) {
   const int64_t r = rbase + g + 8 * h;
   return static_cast<const uint8_t*>(p.w[GU ? t : 0][e]) +
-         packed_data_offset(p.packed, Fmt<F>::row_bytes(p.Kd), r, c * 16);
+         packed_data_offset(p.packed, grouped_row_bytes(F, p.Kd), r, c * 16);
 }
-// Bytes from a lane's weight chunk at one k-step to the next, and from its half 0 (row g) to its
-// half 1 (row g + 8) (either layout).
-__device__ __forceinline__ int64_t weight_kstep(const MoeGemmParams& p) {
-  return packed_data_kstep(p.packed);
-}
+// Bytes from a lane's weight chunk of half 0 (row g) to that of half 1 (row g + 8), either layout
+// (from one k-step to the next: packed_data_kstep).
 template <GroupedFmt F>
 __device__ __forceinline__ int64_t weight_half(const MoeGemmParams& p) {
-  const int64_t rb = Fmt<F>::row_bytes(p.Kd);
+  const int64_t rb = grouped_row_bytes(F, p.Kd);
   return packed_data_offset(p.packed, rb, 8, 0) - packed_data_offset(p.packed, rb, 0, 0);
 }
 // The nvfp4 scales of the same lane at k-step 0 (its two 16-k groups 2c, 2c + 1, adjacent in
@@ -387,7 +384,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
   const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * row_blocks;
   const int64_t nsteps = p.Kd / Tr::kStepK;
   constexpr int U = kUnroll<NB>;
-  const int64_t wstep = weight_kstep(p), sstep = nvfp4_scale_kstep(p.packed);
+  const int64_t wstep = packed_data_kstep(p.packed), sstep = nvfp4_scale_kstep(p.packed);
 
   for (int64_t item = static_cast<int64_t>(blockIdx.x) * wpb + (threadIdx.x >> 5); item < n_items;
        item += warps_total) {
@@ -523,13 +520,13 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   const uint4* ring = smem + (threadIdx.x >> 5) * (kGroupedPipeWarpBytes / 16);
   const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + lane * 16;
   // Per k-step and from half 0 (row g) to half 1 (row g + 8) of a lane's source bytes.
-  const int wstep = static_cast<int>(weight_kstep(p)),
+  const int wstep = static_cast<int>(packed_data_kstep(p.packed)),
             sstep = static_cast<int>(nvfp4_scale_kstep(p.packed)),
             whalf = static_cast<int>(weight_half<F>(p));
   // nvfp4 scales: each (matrix, half) copies the aligned 4-byte word that holds its two bytes
   // and reads back its half of it. Row-major, half 1's word is 8 rows (Kd / 2 bytes) further;
   // packed, one word holds both halves of a lane and is copied once.
-  const bool packed = F == GroupedFmt::kNvfp4 && p.packed;
+  const bool packed_scales = F == GroupedFmt::kNvfp4 && p.packed;
   const int shalf = static_cast<int>(p.Kd / 2);
   // BULK: one mbarrier per stage after the warp's stages; bit s of `phase`: parity of stage s's
   // next completion.
@@ -589,7 +586,8 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
           lw[t] += wstep;
           if constexpr (F == GroupedFmt::kNvfp4) {
             cp_async4(dst + 2048 - lane * 12 + (t * 2) * 128, ls[t]);
-            if (!packed) cp_async4(dst + 2048 - lane * 12 + (t * 2 + 1) * 128, ls[t] + shalf);
+            if (!packed_scales)
+              cp_async4(dst + 2048 - lane * 12 + (t * 2 + 1) * 128, ls[t] + shalf);
             ls[t] += sstep;
           }
         }
@@ -643,7 +641,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
             S[t][h] = reinterpret_cast<const uint16_t*>(src + 128)[t * 64 + 2 * lane + h];
           else if constexpr (F == GroupedFmt::kNvfp4)
             S[t][h] = reinterpret_cast<const uint16_t*>(
-                src + 128)[packed ? 2 * (slot - 32 * h) + h : 2 * slot + (c & 1)];
+                src + 128)[packed_scales ? 2 * (slot - 32 * h) + h : 2 * slot + (c & 1)];
           else
             S[t][h] = 0;
         }

@@ -79,6 +79,7 @@ struct GroupedLaunch {
   // the warpgroup-MMA GEMM in 128-token tiles (decided on the device from the routing), the rest
   // to the streaming GEMM (0: off).
   int wgmma_min_tokens = 0;
+  int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
 };
 
 struct MoeGroupParams {
@@ -125,6 +126,9 @@ struct MoeGemmParams {
   // Data (and nvfp4 scales) in the packed layout of CudaOps::prepare_experts instead of
   // row-major (dequant_bits.h)
   bool packed = false;
+  // Largest power of two <= 16 that divides every w and s pointer (resolve_grouped_experts; 0:
+  // unknown, the launchers then take the kernels without alignment needs).
+  int weight_align = 0;
   float gs[2][kMaxGroupedExperts] = {};  // nvfp4 global scale
   // Stream-K workspace of the pipelined kernel (grouped_sk_sizes): partial sums of items split
   // between warps, and one arrival counter per warp of the grid, zero at launch.
@@ -142,10 +146,10 @@ struct GroupedSkSizes {
 };
 GroupedSkSizes grouped_sk_sizes(const GroupedLaunch& l);
 
-// Whether the pipelined GEMM with tiles of 8 * nb tokens copies these weights with bulk copies:
-// packed NVFP4, nb >= 2, sm_90 or later (the current device), every data and scale matrix
-// 16-byte aligned.
-bool grouped_pipe_bulk(const MoeGemmParams& p, int nb);
+// Whether the pipelined GEMM with launch `l` copies these weights with bulk copies: packed NVFP4,
+// tiles of 16 tokens or more (l.nb >= 2), sm_90 or later (l.cc), every data and scale matrix
+// 16-byte aligned (p.weight_align). Host only, no CUDA calls.
+bool grouped_pipe_bulk(const MoeGemmParams& p, const GroupedLaunch& l);
 
 // K-granularity the GEMMs need of D and I (rows must be multiples of 32).
 int64_t grouped_k_multiple(GroupedFmt f);

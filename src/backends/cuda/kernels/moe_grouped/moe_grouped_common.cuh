@@ -22,17 +22,14 @@ struct Fmt;
 template <>
 struct Fmt<GroupedFmt::kBf16> {
   static constexpr int kStepK = 32, kActVec = 1, kMmas = 2;
-  __host__ __device__ static constexpr int64_t row_bytes(int64_t k) { return k * 2; }
 };
 template <>
 struct Fmt<GroupedFmt::kFp8Block> {
   static constexpr int kStepK = 64, kActVec = 2, kMmas = 4;
-  __host__ __device__ static constexpr int64_t row_bytes(int64_t k) { return k; }
 };
 template <>
 struct Fmt<GroupedFmt::kNvfp4> {
   static constexpr int kStepK = 128, kActVec = 4, kMmas = 8;
-  __host__ __device__ static constexpr int64_t row_bytes(int64_t k) { return k / 2; }
 };
 
 // ---- small device helpers ----

@@ -49,6 +49,15 @@ Mat matrix(const ops::Weight& w, GroupedFmt f, int64_t N, int64_t Kd, const char
 
 }  // namespace
 
+int grouped_weight_align(const MoeGemmParams& p) {
+  int align = 16;
+  for (int m = 0; m < (p.gate_up ? 2 : 1); ++m)
+    for (int e = 0; e < kMaxGroupedExperts && p.w[m][e] != nullptr; ++e)
+      for (const void* ptr : {p.w[m][e], p.s[m][e]})
+        while (reinterpret_cast<uintptr_t>(ptr) % align != 0) align /= 2;
+  return align;
+}
+
 bool resolve_grouped_experts(std::span<const ops::ExpertWeights> experts, int64_t D,
                              GroupedExperts* out, std::string* why) {
   const int64_t E = static_cast<int64_t>(experts.size());
@@ -112,6 +121,8 @@ bool resolve_grouped_experts(std::span<const ops::ExpertWeights> experts, int64_
     out->down.s[0][e] = d.scale;
     out->down.gs[0][e] = d.gs;
   }
+  out->gate_up.weight_align = out->down.weight_align =
+      std::min(grouped_weight_align(out->gate_up), grouped_weight_align(out->down));
   return true;
 }
 

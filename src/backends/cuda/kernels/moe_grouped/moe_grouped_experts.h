@@ -19,6 +19,10 @@ struct GroupedExperts {
   MoeGemmParams down;     // w[0] = down per expert (+ scales)
 };
 
+// Largest power of two <= 16 dividing every weight and scale pointer of p's experts (null scale
+// pointers count as aligned); resolve_grouped_experts stores it in weight_align.
+int grouped_weight_align(const MoeGemmParams& p);
+
 // Fills `out` if the grouped kernels take these experts (BF16 dense, FP8 block-128 or NVFP4;
 // all experts alike; D and I multiples of the format's k-step and of 32); else false with the
 // reason in *why (the caller falls back or fails). Shape/format mismatches between experts are

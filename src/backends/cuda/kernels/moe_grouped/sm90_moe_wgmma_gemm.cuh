@@ -202,9 +202,7 @@ __device__ __forceinline__ ItemSrc<F, BN, GU> item_src(const MoeGemmParams& p, i
     const int64_t r = GU ? p.sorted_slot[s.pos0 + tok] / p.K : s.pos0 + tok;
     s.a[i] = act + r * p.Kd + ch * 8;
   }
-  const int64_t row_bytes = F == GroupedFmt::kBf16       ? p.Kd * 2
-                            : F == GroupedFmt::kFp8Block ? p.Kd
-                                                         : p.Kd / 2;
+  const int64_t row_bytes = grouped::grouped_row_bytes(F, p.Kd);
 #pragma unroll
   for (int i = 0; i < kWLoads<F, BN>; ++i) {
     const int u = tid + i * kThreads, r = u / kChunks, q = u % kChunks;
