@@ -147,31 +147,48 @@ TEST(MoeConfig, HeuristicTileGrowsWithTokensPerExpert) {
   EXPECT_EQ(moe_heuristic_config({8192, 6144, 2048, 256, 8, GroupedFmt::kBf16}, lim).nb, 16);
 }
 
-// NVFP4 decode sizes take the cp.async ring with 16 warps per SM (two 8-warp CTAs; 8 warps at
-// T 1, where the items are fewer than the warps) where two
-// rings fit (sm_90: 2 x 96 KB); where they do not (sm_120's 99 KB) a fitting configuration.
-// BF16 and FP8 keep register streaming.
+// NVFP4 decode sizes take the cp.async ring with 16 warps per SM (four 4-warp CTAs; 12 at T 1,
+// where the items are fewer than 8 per SM) where the rings fit (sm_90: 4 x 48 KB); where they do
+// not (sm_120's 99 KB) a fitting configuration. BF16 and FP8 stream through registers in 4-warp
+// CTAs unless the items are at most 2 per SM (TP8 shards at T 1..2): then the ring's stream-K.
 TEST(MoeConfig, HeuristicNvfp4TakesTheCpAsyncRing) {
   const MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
   for (int64_t T : {8, 64, 256}) {
     const MoeShape s{T, 6144, 2048, 256, 8, GroupedFmt::kNvfp4};
     const MoeKernelConfig h = moe_heuristic_config(s, sm90);
     EXPECT_TRUE(h.pipelined) << T;
+    EXPECT_EQ(h.warps_per_cta, 4) << T;
     EXPECT_EQ(h.warps_per_cta * h.ctas_per_sm, 16) << T;  // items fill 16 warps per SM
     EXPECT_EQ(h.nb, T <= 64 ? 1 : 2) << T;
     EXPECT_TRUE(moe_config_fits(h, s.fmt, sm90));
     const MoeKernelConfig h120 = moe_heuristic_config(s, sm120);
     EXPECT_TRUE(moe_config_fits(h120, s.fmt, sm120)) << T;
     EXPECT_LE(h120.smem_bytes() * h120.ctas_per_sm, sm120.smem_per_block_optin) << T;
-    for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block})
-      EXPECT_FALSE(moe_heuristic_config({T, 6144, 2048, 256, 8, f}, sm90).pipelined)
-          << moe_fmt_name(f) << " " << T;
+    for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block}) {
+      const MoeKernelConfig d = moe_heuristic_config({T, 6144, 2048, 256, 8, f}, sm90);
+      EXPECT_FALSE(d.pipelined) << moe_fmt_name(f) << " " << T;
+      EXPECT_EQ(d.warps_per_cta, 4) << moe_fmt_name(f) << " " << T;
+    }
   }
-  // T 1: 8 experts x 128 gate_up items for 132 x 16 warps: 8 warps per SM.
+  // T 1: 8 experts x 128 gate_up items, fewer than 8 per SM: 12 warps per SM.
   const MoeKernelConfig t1 =
       moe_heuristic_config({1, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90);
   EXPECT_TRUE(t1.pipelined);
-  EXPECT_EQ(t1.warps_per_cta * t1.ctas_per_sm, 8);
+  EXPECT_EQ(t1.warps_per_cta * t1.ctas_per_sm, 12);
+  // TP8 shard (I = 256: 16 items per expert): 128 items at T 1, 256 at T 2 (<= 2 per SM): BF16
+  // and FP8 take the ring too; from T 4 (~31 experts) register streaming again. The unsharded
+  // layer's 1024 items at T 1 stream.
+  for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block}) {
+    for (int64_t T : {1, 2}) {
+      const MoeKernelConfig h = moe_heuristic_config({T, 6144, 256, 256, 8, f}, sm90);
+      EXPECT_TRUE(h.pipelined) << moe_fmt_name(f) << " " << T;
+      EXPECT_TRUE(moe_config_fits(h, f, sm90));
+      EXPECT_TRUE(
+          moe_config_fits(moe_heuristic_config({T, 6144, 256, 256, 8, f}, sm120), f, sm120));
+    }
+    EXPECT_FALSE(moe_heuristic_config({4, 6144, 256, 256, 8, f}, sm90).pipelined);
+    EXPECT_FALSE(moe_heuristic_config({1, 6144, 2048, 256, 8, f}, sm90).pipelined);
+  }
 }
 
 // The stream-K workspace of a set of configurations is the largest of them: one counter per

@@ -120,24 +120,37 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   c.warps_per_cta = 8;
   c.ctas_per_sm = 1;
   c.pipelined = false;
-  // NVFP4 is bound by its dequantization's instructions and latency, not by HBM: the cp.async
-  // ring with 16 warps per SM (2 CTAs) beats register streaming with 8 or 12 by 10-25% (H200
-  // sweep of 2026-11-30, docs/perf.md: glm5 T 8 / 64 / 256 382 / 1441 / 2254 us against 446 /
-  // 1650 / 2310 for the best streaming configuration). BF16 and FP8 gain at most 1-3% from it
-  // (within the run-to-run spread) and keep register streaming.
-  // When the gate_up items (expected touched experts x I/16) do not fill 16 warps per SM, 8 warps
-  // per SM in two 4-warp CTAs do better (T 1: 85 us against 110 with 16 warps; since stream-K
-  // spreads the items over every warp, 87 against 90).
+  // gate_up work items (16-row blocks of the experts the call is expected to touch).
+  const double touched =
+      s.E > 0 ? static_cast<double>(s.E) *
+                    (1.0 - std::pow(1.0 - static_cast<double>(s.K) / static_cast<double>(s.E),
+                                    static_cast<double>(s.T)))
+              : 0;
+  const double items = touched * static_cast<double>(s.I / 16), sms = lim.sm_count;
+  // The first of these that fits. NOTE: measured on the H200 (2026-12-01 sweep of every warps x
+  // CTAs x ring choice at glm5 / dsv3 and their TP8 / EP8 shards, T 1..256, all formats;
+  // docs/perf.md): the picks below are within 0.8% of the best on average (worst 9%), the
+  // previous rule (8-warp CTAs; NVFP4 8 x 2, 4 x 2 for few items) 4.2% (worst 39%).
+  // - NVFP4 is bound by its dequantization's instructions and latency, not by HBM: the cp.async
+  //   ring with 16 warps per SM in four 4-warp CTAs (TP8 T 8 / 16 79 / 117 us against 91 / 136
+  //   with two 8-warp CTAs), 12 when the items do not fill 8 per SM (glm5 T 1: 75 against 81).
+  // - BF16 / FP8 register streaming in 4-warp CTAs, two per SM (1-10% ahead of one 8-warp CTA);
+  //   with at most 2 items per SM (TP8 T 1..2: I / 16 = 16 items per expert) stream-K in the ring
+  //   spreads the few items over every warp: TP8 T 1 BF16 47 us against 64, FP8 37 against 51.
+  std::vector<MoeKernelConfig> order;
   if (s.fmt == GroupedFmt::kNvfp4 && c.nb <= 2) {
-    const double touched =
-        s.E > 0 ? static_cast<double>(s.E) *
-                      (1.0 - std::pow(1.0 - static_cast<double>(s.K) / static_cast<double>(s.E),
-                                      static_cast<double>(s.T)))
-                : 0;
-    const bool few_items = touched * static_cast<double>(s.I / 16) < 16.0 * lim.sm_count;
-    const MoeKernelConfig piped{c.nb, few_items ? 4 : 8, 2, true};
-    if (moe_config_fits(piped, s.fmt, lim)) c = piped;
+    const int few = items < 8.0 * sms ? 3 : 4;
+    order = {{c.nb, 4, few, true}, {c.nb, 8, 2, true}, {c.nb, 4, 2, true}};
+  } else if (s.fmt != GroupedFmt::kNvfp4 && c.nb <= 2 && items <= 2.0 * sms) {
+    order = {{c.nb, 4, 3, true}, {c.nb, 4, 2, false}};
+  } else if (s.fmt != GroupedFmt::kNvfp4) {
+    order = {{c.nb, 4, 2, false}};
   }
+  for (const MoeKernelConfig& o : order)
+    if (moe_config_fits(o, s.fmt, lim)) {
+      c = o;
+      break;
+    }
   while (!moe_config_fits(c, s.fmt, lim) && c.nb > 1) c.nb /= 2;
   if (!moe_config_fits(c, s.fmt, lim)) c.warps_per_cta = 4;
   // Many tokens per expert: the tensor-core tile GEMM (BF16); 128-token tiles with two CTAs per
