@@ -384,54 +384,68 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
   const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * row_blocks;
   const int64_t nsteps = p.Kd / Tr::kStepK;
   constexpr int U = kUnroll<NB>;
+  // 16-token tiles: a tile of <= 8 tokens runs the 8-token code (as in moe_gemm_pipe_kernel).
+  constexpr bool kNarrow = NB == 2;
   const int64_t wstep = packed_data_kstep(p.packed), sstep = nvfp4_scale_kstep(p.packed);
 
   for (int64_t item = static_cast<int64_t>(blockIdx.x) * wpb + (threadIdx.x >> 5); item < n_items;
        item += warps_total) {
-    const Item<NB> it = make_item<F, NB, GU>(p, item, row_blocks, g, c);
-    const uint8_t* wrow[2][2];
-    const uint8_t* srow[2][2];
-#pragma unroll
-    for (int t = 0; t < 2; ++t)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        wrow[t][h] = weight_row<F, GU>(p, it.e, it.rbase[t], t, h, g, c);
-        srow[t][h] =
-            F == GroupedFmt::kNvfp4 ? scale_lane<GU>(p, it.e, it.rbase[t], t, h, g, c) : nullptr;
-      }
-    float acc[2][NB][4] = {};
-    float tacc[2][NB][4] = {};  // fp8: partial sums of the current 128-k block
-    uint4 W[U][2][2];
-    uint16_t S[U][2][2];
-    auto load = [&](int64_t ks, int u) {
+    // The item's math with NBI token columns (NB, or 1 for a narrow tile: kNarrow).
+    auto run = [&](auto nbi_const) {
+      constexpr int NBI = decltype(nbi_const)::value;
+      const Item<NBI> it = make_item<F, NBI, GU>(p, item, row_blocks, g, c);
+      const uint8_t* wrow[2][2];
+      const uint8_t* srow[2][2];
 #pragma unroll
       for (int t = 0; t < 2; ++t)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          W[u][t][h] = ld_stream(wrow[t][h] + ks * wstep);
-          if constexpr (F == GroupedFmt::kNvfp4)
-            S[u][t][h] = __ldg(reinterpret_cast<const uint16_t*>(srow[t][h] + ks * sstep));
-          else
-            S[u][t][h] = 0;
+          wrow[t][h] = weight_row<F, GU>(p, it.e, it.rbase[t], t, h, g, c);
+          srow[t][h] =
+              F == GroupedFmt::kNvfp4 ? scale_lane<GU>(p, it.e, it.rbase[t], t, h, g, c) : nullptr;
         }
-    };
-    const int64_t nmain = nsteps / U * U;
-    ActRegs<F, NB> X;
-    for (int64_t ks = 0; ks < nmain; ks += U) {
+      float acc[2][NBI][4] = {};
+      float tacc[2][NBI][4] = {};  // fp8: partial sums of the current 128-k block
+      uint4 W[U][2][2];
+      uint16_t S[U][2][2];
+      auto load = [&](int64_t ks, int u) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) load(ks + u, u);
+        for (int t = 0; t < 2; ++t)
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        load_act<F, NB>(it, ks + u, X);
-        compute_step<F, NB, GU>(p, it, ks + u, X, W[u], S[u], acc, tacc);
+          for (int h = 0; h < 2; ++h) {
+            W[u][t][h] = ld_stream(wrow[t][h] + ks * wstep);
+            if constexpr (F == GroupedFmt::kNvfp4)
+              S[u][t][h] = __ldg(reinterpret_cast<const uint16_t*>(srow[t][h] + ks * sstep));
+            else
+              S[u][t][h] = 0;
+          }
+      };
+      const int64_t nmain = nsteps / U * U;
+      ActRegs<F, NBI> X;
+      for (int64_t ks = 0; ks < nmain; ks += U) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) load(ks + u, u);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          load_act<F, NBI>(it, ks + u, X);
+          compute_step<F, NBI, GU>(p, it, ks + u, X, W[u], S[u], acc, tacc);
+        }
       }
+      for (int64_t ks = nmain; ks < nsteps; ++ks) {
+        load(ks, 0);
+        load_act<F, NBI>(it, ks, X);
+        compute_step<F, NBI, GU>(p, it, ks, X, W[0], S[0], acc, tacc);
+      }
+      epilogue<F, NBI, GU>(p, it, acc, g, c);
+    };
+    if constexpr (kNarrow) {
+      if (p.tiles[4 * (item / row_blocks) + 2] <= 8)
+        run(std::integral_constant<int, 1>{});
+      else
+        run(std::integral_constant<int, NB>{});
+    } else {
+      run(std::integral_constant<int, NB>{});
     }
-    for (int64_t ks = nmain; ks < nsteps; ++ks) {
-      load(ks, 0);
-      load_act<F, NB>(it, ks, X);
-      compute_step<F, NB, GU>(p, it, ks, X, W[0], S[0], acc, tacc);
-    }
-    epilogue<F, NB, GU>(p, it, acc, g, c);
   }
 }
 
@@ -447,11 +461,12 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
 // contributors, slots and counters): every contributor stores its partial sums, then counts
 // itself in; the last to arrive adds all contributions in warp order (deterministic) and runs
 // the epilogue.
-template <GroupedFmt F, int NB, bool GU>
+// NBS: the launch's token columns (the slot size); NB <= NBS those of this item's code.
+template <GroupedFmt F, int NB, bool GU, int NBS = NB>
 __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const StreamKSched& sc,
                                              const StreamKSeg& s, const Item<NB>& it,
                                              float (&acc)[2][NB][4], int lane, int g, int c) {
-  constexpr int kAcc = 2 * NB * 4;
+  constexpr int kAcc = 2 * NBS * 4;
   const int i = s.item - sc.sk_base;
   const int wf = sc.first_warp(i), wl = sc.last_warp(i);
   auto slot_of = [&](int v) -> float* {
@@ -507,9 +522,10 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   static_assert(!BULK || (F == GroupedFmt::kNvfp4 && kB == 1 &&
                           kS * kStepBytes + kS * 8 <= kGroupedPipeWarpBytes));
   constexpr int kUnit = F == GroupedFmt::kFp8Block ? 128 / Tr::kStepK : 1;
-  // Activations of the next step are loaded one step ahead with one token column; with more the
-  // registers go to a second CTA per SM instead (their loads overlap the step's dequantization).
-  constexpr bool kPrefetchAct = NB == 1;
+  // NVFP4 with 16-token tiles: a tile of <= 8 tokens runs the 8-token code (the ring and the
+  // loader are the same). Measured on the H200: the 16-token code computes an 8-token tile 18%
+  // slower than the 8-token code (a lower issue rate, not more instructions; docs/perf.md).
+  constexpr bool kNarrow = NB == 2 && F == GroupedFmt::kNvfp4;
   extern __shared__ uint4 smem[];
   const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int wpb = blockDim.x >> 5;
@@ -608,56 +624,71 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   int stage = 0;
   for (int j = 0; j < sc.nseg; ++j) {
     const StreamKSeg s = sc.seg(j);
-    const Item<NB> it = make_item<F, NB, GU>(p, s.item, row_blocks, g, c);
-    float acc[2][NB][4] = {};
-    float tacc[2][NB][4] = {};
-    // One k-step: prefetch the next step's activations into Xn, compute with X (two call sites
-    // with the buffers swapped, so no register copies).
-    auto step = [&](int ks, ActRegs<F, NB>& X, ActRegs<F, NB>& Xn) {
-      if constexpr (kPrefetchAct)
-        load_act<F, NB>(it, ks + 1 < s.ke ? ks + 1 : ks, Xn);
-      else
-        load_act<F, NB>(it, ks, X);
-      if (stage % kB == 0) {  // first step of a group: wait for it, refill the group used last
-        if constexpr (BULK) {
-          mbar_wait(bar0 + 8 * stage, (phase >> stage) & 1u);
-          phase ^= 1u << stage;
-          __syncwarp();  // every lane has read the stage refilled next
-        } else {
-          cp_async_wait<kGroups - 2>();
+    // The segment's math with NBI token columns (NB, or 1 for a narrow tile: kNarrow).
+    auto run = [&](auto nbi_const) {
+      constexpr int NBI = decltype(nbi_const)::value;
+      // Activations of the next step are loaded one step ahead with one token column; with more
+      // the registers go to a second CTA per SM instead (their loads overlap the dequantization).
+      constexpr bool kPrefetchAct = NBI == 1;
+      const Item<NBI> it = make_item<F, NBI, GU>(p, s.item, row_blocks, g, c);
+      float acc[2][NBI][4] = {};
+      float tacc[2][NBI][4] = {};
+      // One k-step: prefetch the next step's activations into Xn, compute with X (two call sites
+      // with the buffers swapped, so no register copies).
+      auto step = [&](int ks, ActRegs<F, NBI>& X, ActRegs<F, NBI>& Xn) {
+        if constexpr (kPrefetchAct)
+          load_act<F, NBI>(it, ks + 1 < s.ke ? ks + 1 : ks, Xn);
+        else
+          load_act<F, NBI>(it, ks, X);
+        if (stage % kB == 0) {  // first step of a group: wait for it, refill the group used last
+          if constexpr (BULK) {
+            mbar_wait(bar0 + 8 * stage, (phase >> stage) & 1u);
+            phase ^= 1u << stage;
+            __syncwarp();  // every lane has read the stage refilled next
+          } else {
+            cp_async_wait<kGroups - 2>();
+          }
+          issue_group(stage == 0 ? kS - kB : stage - kB);
         }
-        issue_group(stage == 0 ? kS - kB : stage - kB);
+        const uint4* src = ring + stage * (kStepBytes / 16);
+        uint4 W[2][2];
+        uint16_t S[2][2];
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int slot = (t * 2 + h) * 32 + lane;
+            W[t][h] = src[slot];
+            if constexpr (BULK)
+              S[t][h] = reinterpret_cast<const uint16_t*>(src + 128)[t * 64 + 2 * lane + h];
+            else if constexpr (F == GroupedFmt::kNvfp4)
+              S[t][h] = reinterpret_cast<const uint16_t*>(
+                  src + 128)[packed_scales ? 2 * (slot - 32 * h) + h : 2 * slot + (c & 1)];
+            else
+              S[t][h] = 0;
+          }
+        compute_step<F, NBI, GU>(p, it, ks, X, W, S, acc, tacc);
+        stage = stage + 1 == kS ? 0 : stage + 1;
+      };
+      ActRegs<F, NBI> X0, X1;
+      if constexpr (kPrefetchAct) load_act<F, NBI>(it, s.kb, X0);
+      for (int ks = s.kb; ks < s.ke; ks += 2) {
+        step(ks, X0, X1);
+        if (ks + 1 < s.ke) step(ks + 1, X1, X0);
       }
-      const uint4* src = ring + stage * (kStepBytes / 16);
-      uint4 W[2][2];
-      uint16_t S[2][2];
-#pragma unroll
-      for (int t = 0; t < 2; ++t)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int slot = (t * 2 + h) * 32 + lane;
-          W[t][h] = src[slot];
-          if constexpr (BULK)
-            S[t][h] = reinterpret_cast<const uint16_t*>(src + 128)[t * 64 + 2 * lane + h];
-          else if constexpr (F == GroupedFmt::kNvfp4)
-            S[t][h] = reinterpret_cast<const uint16_t*>(
-                src + 128)[packed_scales ? 2 * (slot - 32 * h) + h : 2 * slot + (c & 1)];
-          else
-            S[t][h] = 0;
-        }
-      compute_step<F, NB, GU>(p, it, ks, X, W, S, acc, tacc);
-      stage = stage + 1 == kS ? 0 : stage + 1;
+      if (s.kb == 0 && s.ke == nsteps)
+        epilogue<F, NBI, GU>(p, it, acc, g, c);
+      else
+        finish_split<F, NBI, GU, NB>(p, sc, s, it, acc, lane, g, c);
     };
-    ActRegs<F, NB> X0, X1;
-    if constexpr (kPrefetchAct) load_act<F, NB>(it, s.kb, X0);
-    for (int ks = s.kb; ks < s.ke; ks += 2) {
-      step(ks, X0, X1);
-      if (ks + 1 < s.ke) step(ks + 1, X1, X0);
+    if constexpr (kNarrow) {
+      if (p.tiles[4 * (s.item / row_blocks) + 2] <= 8)
+        run(std::integral_constant<int, 1>{});
+      else
+        run(std::integral_constant<int, NB>{});
+    } else {
+      run(std::integral_constant<int, NB>{});
     }
-    if (s.kb == 0 && s.ke == nsteps)
-      epilogue<F, NB, GU>(p, it, acc, g, c);
-    else
-      finish_split<F, NB, GU>(p, sc, s, it, acc, lane, g, c);
   }
   if constexpr (!BULK) cp_async_wait<0>();  // BULK: every copy issued was waited for
 }
