@@ -391,6 +391,32 @@ TEST_F(MoeGroupedTest, HeuristicTakesTileGemm) {
   check(Fmt::kBf16, 1023, 384, 256, 4, 1);
 }
 
+// MoeKernelConfig::regs_per_thread (what moe_config_fits counts) against the compiled kernels:
+// never fewer registers than a kernel uses (a configuration that "fits" would get fewer CTAs),
+// and for the streaming and ring kernels the table stays tight (its use rounded up to 8).
+TEST_F(MoeGroupedTest, RegisterTableMatchesTheKernels) {
+  const MoeDeviceLimits lim = moe_limits(ops_->device());
+  for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block, GroupedFmt::kNvfp4}) {
+    std::vector<MoeKernelConfig> configs;
+    for (int nb : {1, 2, 4, 8})
+      for (bool pipe : {false, true})
+        if (nb != 8 || f == GroupedFmt::kBf16) configs.push_back(MoeKernelConfig{nb, 4, 1, pipe});
+    if (f == GroupedFmt::kBf16)
+      for (int nb : {8, 16}) configs.push_back(MoeKernelConfig{nb, 8, 1, false, true});
+    if (lim.cc == 90) configs.push_back(MoeKernelConfig{16, 8, 1, false, true, true});
+    for (const MoeKernelConfig& c : configs) {
+      const int used = grouped_gemm_regs(f, moe_launch(c, lim, f)), table = c.regs_per_thread(f);
+      EXPECT_GE(table, used) << "format " << static_cast<int>(f) << " nb " << c.nb << " pipelined "
+                             << c.pipelined << " tc " << c.tc << " wgmma " << c.wgmma;
+      if (!c.tc) {
+        EXPECT_LT(table, used + 8)
+            << "format " << static_cast<int>(f) << " nb " << c.nb << " pipelined " << c.pipelined
+            << ": the table is looser than the kernel (" << used << ")";
+      }
+    }
+  }
+}
+
 // Weights in the packed layout (CudaOps::prepare_experts, dequant_bits.h) give bit for bit the
 // row-major results with every GEMM kernel and format: register streaming (8 to 64-token tiles),
 // the cp.async ring and the bulk-copy ring (with stream-K splits on a small grid), the tc tile

@@ -58,22 +58,43 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
               : go(grouped::moe_gemm_kernel<F, NB, false>, 0);
 }
 
-template <GroupedFmt F>
-void launch_gemm_fmt(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
-  switch (l.nb) {
-    case 1:
-      return launch_gemm_nb<F, 1>(p, l, stream);
-    case 2:
-      return launch_gemm_nb<F, 2>(p, l, stream);
-    case 4:
-      return launch_gemm_nb<F, 4>(p, l, stream);
-    case 8:
-      if constexpr (F == GroupedFmt::kBf16) return launch_gemm_nb<F, 8>(p, l, stream);
-      [[fallthrough]];
-    default:
-      MOE_CHECK(false) << "moe_gemm: " << l.nb
-                       << " mma column blocks (supported: 1, 2, 4; 8 for BF16)";
+// fn.template operator()<F, NB>() for format f and nb mma column blocks (the instances exist for
+// nb 1, 2, 4; 8 for BF16).
+template <typename Fn>
+void with_gemm_instance(GroupedFmt f, int nb, Fn&& fn) {
+  auto by_nb = [&]<GroupedFmt F>() {
+    switch (nb) {
+      case 1:
+        return fn.template operator()<F, 1>();
+      case 2:
+        return fn.template operator()<F, 2>();
+      case 4:
+        return fn.template operator()<F, 4>();
+      case 8:
+        if constexpr (F == GroupedFmt::kBf16) return fn.template operator()<F, 8>();
+        [[fallthrough]];
+      default:
+        MOE_CHECK(false) << "moe_gemm: " << nb
+                         << " mma column blocks (supported: 1, 2, 4; 8 for BF16)";
+    }
+  };
+  switch (f) {
+    case GroupedFmt::kBf16:
+      return by_nb.template operator()<GroupedFmt::kBf16>();
+    case GroupedFmt::kFp8Block:
+      return by_nb.template operator()<GroupedFmt::kFp8Block>();
+    case GroupedFmt::kNvfp4:
+      return by_nb.template operator()<GroupedFmt::kNvfp4>();
   }
+  MOE_CHECK(false) << "moe_gemm: format " << static_cast<int>(f)
+                   << " (supported: BF16, FP8 block, NVFP4)";
+}
+
+template <typename Kernel>
+int kernel_regs(Kernel k) {
+  cudaFuncAttributes a{};
+  MOE_CUDA_CHECK(cudaFuncGetAttributes(&a, k), "moe_grouped/regs");
+  return a.numRegs;
 }
 
 }  // namespace
@@ -154,15 +175,29 @@ void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stre
   MOE_CHECK(p.N % rows == 0 && p.Kd % grouped_k_multiple(static_cast<GroupedFmt>(p.fmt)) == 0)
       << "moe_gemm: N " << p.N << " must be a multiple of " << rows << " and K " << p.Kd << " of "
       << grouped_k_multiple(static_cast<GroupedFmt>(p.fmt));
-  switch (static_cast<GroupedFmt>(p.fmt)) {
-    case GroupedFmt::kBf16:
-      return launch_gemm_fmt<GroupedFmt::kBf16>(p, l, stream);
-    case GroupedFmt::kFp8Block:
-      return launch_gemm_fmt<GroupedFmt::kFp8Block>(p, l, stream);
-    case GroupedFmt::kNvfp4:
-      return launch_gemm_fmt<GroupedFmt::kNvfp4>(p, l, stream);
-  }
-  MOE_CHECK(false) << "moe_gemm: format " << p.fmt << " (supported: BF16, FP8 block, NVFP4)";
+  with_gemm_instance(static_cast<GroupedFmt>(p.fmt), l.nb,
+                     [&]<GroupedFmt F, int NB>() { launch_gemm_nb<F, NB>(p, l, stream); });
+}
+
+int grouped_gemm_regs(GroupedFmt f, const GroupedLaunch& l) {
+  if (l.tc) return grouped_tile_gemm_regs(f, l);
+  int regs = 0;
+  with_gemm_instance(f, l.nb, [&]<GroupedFmt F, int NB>() {
+    using namespace grouped;
+    if constexpr (NB != 8) {
+      if (l.pipelined) {  // moe_launch never sets pipelined with nb 8
+        regs = std::max(kernel_regs(moe_gemm_pipe_kernel<F, NB, true>),
+                        kernel_regs(moe_gemm_pipe_kernel<F, NB, false>));
+        if constexpr (F == GroupedFmt::kNvfp4 && NB >= 2)
+          regs = std::max({regs, kernel_regs(moe_gemm_pipe_kernel<F, NB, true, true>),
+                           kernel_regs(moe_gemm_pipe_kernel<F, NB, false, true>)});
+        return;
+      }
+    }
+    regs = std::max(kernel_regs(moe_gemm_kernel<F, NB, true>),
+                    kernel_regs(moe_gemm_kernel<F, NB, false>));
+  });
+  return regs;
 }
 
 void launch_moe_combine(float* y, int64_t y_stride, const float* out, const int32_t* ids,

@@ -166,6 +166,11 @@ void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stre
 // The tc GEMM (called by launch_moe_gemm when l.tc): BF16, Kd % 64 == 0, N % 64 (gate_up) or
 // N % 128 (down) == 0, 16-byte aligned activations, weights and outputs.
 void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);
+// Registers per thread of the GEMM kernels launch `l` may run for format `f` (the most over gate_up
+// and down, and for packed NVFP4 rings both copy variants); grouped_tile_gemm_regs for tc / wgmma.
+// A GPU test holds MoeKernelConfig::regs_per_thread's table to these.
+int grouped_gemm_regs(GroupedFmt f, const GroupedLaunch& l);
+int grouped_tile_gemm_regs(GroupedFmt f, const GroupedLaunch& l);
 // y[t, :] = sum_k out[t*K + k, :]; NaN rows where an expert id is out of range.
 void launch_moe_combine(float* y, int64_t y_stride, const float* out, const int32_t* ids,
                         int64_t ids_stride, int64_t T, int64_t D, int64_t K, int64_t E,

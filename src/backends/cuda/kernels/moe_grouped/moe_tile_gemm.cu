@@ -1,6 +1,8 @@
 // Launchers of the tile GEMMs (sm80_moe_tile_gemm.cuh, sm90_moe_wgmma_gemm.cuh): check shapes and
 // alignment and map the token tile (8 * nb), format and row block onto the template instances;
 // persistent grids sized from the device's occupancy (moe_grouped_launch.h).
+#include <algorithm>
+
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_launch.h"
 #include "backends/cuda/kernels/moe_grouped/sm80_moe_tile_gemm.cuh"
@@ -60,7 +62,43 @@ void launch_wgmma(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream)
   MOE_CHECK(false) << "moe_wgmma_gemm: format " << p.fmt;
 }
 
+template <typename Kernel>
+int kernel_regs(Kernel k) {
+  cudaFuncAttributes a{};
+  MOE_CUDA_CHECK(cudaFuncGetAttributes(&a, k), "moe_grouped/tile_regs");
+  return a.numRegs;
+}
+
+template <GroupedFmt F>
+int wgmma_regs() {
+  using namespace wgmma_gemm;
+  return std::max({kernel_regs(moe_wgmma_gemm_kernel<F, 256, true>),
+                   kernel_regs(moe_wgmma_gemm_kernel<F, 256, false>),
+                   kernel_regs(moe_wgmma_gemm_kernel<F, 128, false>)});
+}
+
 }  // namespace
+
+int grouped_tile_gemm_regs(GroupedFmt f, const GroupedLaunch& l) {
+  if (l.wgmma) {
+    switch (f) {
+      case GroupedFmt::kBf16:
+        return wgmma_regs<GroupedFmt::kBf16>();
+      case GroupedFmt::kFp8Block:
+        return wgmma_regs<GroupedFmt::kFp8Block>();
+      case GroupedFmt::kNvfp4:
+        return wgmma_regs<GroupedFmt::kNvfp4>();
+    }
+    MOE_CHECK(false) << "moe_wgmma_gemm: format " << static_cast<int>(f);
+  }
+  MOE_CHECK(f == GroupedFmt::kBf16) << "moe_tile_gemm: format " << static_cast<int>(f)
+                                    << " (supported: BF16; FP8 and NVFP4 with wgmma)";
+  using namespace tile_gemm;
+  return 8 * l.nb == 64 ? std::max(kernel_regs(moe_tile_gemm_kernel<64, true>),
+                                   kernel_regs(moe_tile_gemm_kernel<64, false>))
+                        : std::max(kernel_regs(moe_tile_gemm_kernel<128, true>),
+                                   kernel_regs(moe_tile_gemm_kernel<128, false>));
+}
 
 void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   MOE_CHECK(l.wgmma || static_cast<GroupedFmt>(p.fmt) == GroupedFmt::kBf16)
