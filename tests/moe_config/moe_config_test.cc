@@ -132,9 +132,18 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(moe_launch(w, sm90, f).wgmma_min_tokens, 0);
     EXPECT_TRUE(moe_launch(w, sm90, f).wgmma);
   }
-  // 32 tokens per expert: BF16 takes wgmma, FP8 keeps streaming (measured, moe_config.cc).
+  // 32 tokens per expert: BF16 takes wgmma, FP8 and NVFP4 keep streaming 32-token tiles with the
+  // hybrid (measured, moe_config.cc); 16 per expert: 32-token tiles for BF16 and FP8.
   EXPECT_TRUE(moe_heuristic_config({1024, 6144, 2048, 256, 8, GroupedFmt::kBf16}, sm90).wgmma);
-  EXPECT_FALSE(moe_heuristic_config({1024, 6144, 2048, 256, 8, GroupedFmt::kFp8Block}, sm90).tc);
+  for (GroupedFmt f : {GroupedFmt::kFp8Block, GroupedFmt::kNvfp4}) {
+    const MoeKernelConfig h = moe_heuristic_config({1024, 6144, 2048, 256, 8, f}, sm90);
+    EXPECT_EQ(h, (MoeKernelConfig{4, 4, 2, false})) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(h, sm90, f).wgmma_min_tokens, 48);
+  }
+  for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block})
+    EXPECT_EQ(moe_heuristic_config({512, 6144, 2048, 256, 8, f}, sm90),
+              (MoeKernelConfig{4, 4, 2, false}))
+        << moe_fmt_name(f);
 }
 
 TEST(MoeConfig, HeuristicTileGrowsWithTokensPerExpert) {
@@ -170,6 +179,12 @@ TEST(MoeConfig, HeuristicNvfp4TakesTheCpAsyncRing) {
       EXPECT_EQ(d.warps_per_cta, 4) << moe_fmt_name(f) << " " << T;
     }
   }
+  // Up to 16 tokens per expert (T 512 here) the 16-token ring; above, 32-token tiles streaming in
+  // 4-warp CTAs.
+  EXPECT_EQ(moe_heuristic_config({512, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90),
+            (MoeKernelConfig{2, 4, 4, true}));
+  EXPECT_EQ(moe_heuristic_config({768, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90),
+            (MoeKernelConfig{4, 4, 2, false}));
   // T 1: 8 experts x 128 gate_up items, fewer than 8 per SM: 12 warps per SM.
   const MoeKernelConfig t1 =
       moe_heuristic_config({1, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90);
