@@ -25,7 +25,7 @@ int MoeKernelConfig::regs_per_thread(GroupedFmt f) const {
       case GroupedFmt::kFp8Block:
         return nb <= 1 ? 120 : nb == 2 ? 128 : 184;
       case GroupedFmt::kNvfp4:
-        return nb <= 1 ? 120 : nb == 2 ? 128 : 192;
+        return nb <= 1 ? 120 : nb == 2 ? 128 : 200;
     }
   }
   switch (f) {  // moe_gemm_kernel
@@ -34,7 +34,7 @@ int MoeKernelConfig::regs_per_thread(GroupedFmt f) const {
     case GroupedFmt::kFp8Block:
       return nb <= 1 ? 184 : 232;
     case GroupedFmt::kNvfp4:
-      return nb <= 1 ? 176 : nb == 2 ? 200 : 216;
+      return nb <= 1 ? 176 : nb == 2 ? 200 : 224;
   }
   return 255;
 }

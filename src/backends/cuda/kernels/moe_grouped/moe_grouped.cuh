@@ -371,6 +371,20 @@ __device__ __forceinline__ void epilogue(const MoeGemmParams& p, const Item<NB>&
   }
 }
 
+// run(std::integral_constant<int, NBI>{}) with the fewest token columns NBI of {1, 2, NB} that
+// hold a tile of cnt tokens when NARROW (tiles of <= 8 tokens run the 8-token code, of <= 16 the
+// 16-token code: measured on the H200, wider code computes a narrow tile up to 18% slower, from a
+// lower issue rate; docs/perf.md), else with NB.
+template <int NB, bool NARROW, typename Run>
+__device__ __forceinline__ void with_tile_width(int cnt, Run&& run) {
+  if constexpr (NARROW && NB >= 2) {
+    if (cnt <= 8) return run(std::integral_constant<int, 1>{});
+    if constexpr (NB >= 4)
+      if (cnt <= 16) return run(std::integral_constant<int, 2>{});
+  }
+  run(std::integral_constant<int, NB>{});
+}
+
 // Register streaming: every U k-steps of an item the warp issues U steps of weight loads, waits,
 // and computes them (the loads of the other warps of the SM hide the wait).
 template <GroupedFmt F, int NB, bool GU>
@@ -383,16 +397,16 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
   const int64_t row_blocks = p.N / (GU ? 16 : 32);
   const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * row_blocks;
   const int64_t nsteps = p.Kd / Tr::kStepK;
-  constexpr int U = kUnroll<NB>;
-  // 16-token tiles: a tile of <= 8 tokens runs the 8-token code (as in moe_gemm_pipe_kernel).
-  constexpr bool kNarrow = NB == 2;
+  // 16- and 32-token tiles run narrow tiles with narrower code (with_tile_width).
+  constexpr bool kNarrow = NB == 2 || NB == 4;
   const int64_t wstep = packed_data_kstep(p.packed), sstep = nvfp4_scale_kstep(p.packed);
 
   for (int64_t item = static_cast<int64_t>(blockIdx.x) * wpb + (threadIdx.x >> 5); item < n_items;
        item += warps_total) {
-    // The item's math with NBI token columns (NB, or 1 for a narrow tile: kNarrow).
+    // The item's math with NBI token columns (with_tile_width).
     auto run = [&](auto nbi_const) {
       constexpr int NBI = decltype(nbi_const)::value;
+      constexpr int U = kUnroll<NBI>;
       const Item<NBI> it = make_item<F, NBI, GU>(p, item, row_blocks, g, c);
       const uint8_t* wrow[2][2];
       const uint8_t* srow[2][2];
@@ -438,14 +452,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, 1)
       }
       epilogue<F, NBI, GU>(p, it, acc, g, c);
     };
-    if constexpr (kNarrow) {
-      if (p.tiles[4 * (item / row_blocks) + 2] <= 8)
-        run(std::integral_constant<int, 1>{});
-      else
-        run(std::integral_constant<int, NB>{});
-    } else {
-      run(std::integral_constant<int, NB>{});
-    }
+    with_tile_width<NB, kNarrow>(p.tiles[4 * (item / row_blocks) + 2], run);
   }
 }
 
@@ -522,10 +529,8 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   static_assert(!BULK || (F == GroupedFmt::kNvfp4 && kB == 1 &&
                           kS * kStepBytes + kS * 8 <= kGroupedPipeWarpBytes));
   constexpr int kUnit = F == GroupedFmt::kFp8Block ? 128 / Tr::kStepK : 1;
-  // NVFP4 with 16-token tiles: a tile of <= 8 tokens runs the 8-token code (the ring and the
-  // loader are the same). Measured on the H200: the 16-token code computes an 8-token tile 18%
-  // slower than the 8-token code (a lower issue rate, not more instructions; docs/perf.md).
-  constexpr bool kNarrow = NB == 2 && F == GroupedFmt::kNvfp4;
+  // NVFP4: narrow tiles run narrower code (with_tile_width; the ring and the loader are the same).
+  constexpr bool kNarrow = NB >= 2 && F == GroupedFmt::kNvfp4;
   extern __shared__ uint4 smem[];
   const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int wpb = blockDim.x >> 5;
@@ -624,7 +629,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   int stage = 0;
   for (int j = 0; j < sc.nseg; ++j) {
     const StreamKSeg s = sc.seg(j);
-    // The segment's math with NBI token columns (NB, or 1 for a narrow tile: kNarrow).
+    // The segment's math with NBI token columns (with_tile_width).
     auto run = [&](auto nbi_const) {
       constexpr int NBI = decltype(nbi_const)::value;
       // Activations of the next step are loaded one step ahead with one token column; with more
@@ -681,14 +686,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
       else
         finish_split<F, NBI, GU, NB>(p, sc, s, it, acc, lane, g, c);
     };
-    if constexpr (kNarrow) {
-      if (p.tiles[4 * (s.item / row_blocks) + 2] <= 8)
-        run(std::integral_constant<int, 1>{});
-      else
-        run(std::integral_constant<int, NB>{});
-    } else {
-      run(std::integral_constant<int, NB>{});
-    }
+    with_tile_width<NB, kNarrow>(p.tiles[4 * (s.item / row_blocks) + 2], run);
   }
   if constexpr (!BULK) cp_async_wait<0>();  // BULK: every copy issued was waited for
 }
