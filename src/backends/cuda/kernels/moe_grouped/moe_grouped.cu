@@ -90,13 +90,6 @@ void with_gemm_instance(GroupedFmt f, int nb, Fn&& fn) {
                    << " (supported: BF16, FP8 block, NVFP4)";
 }
 
-template <typename Kernel>
-int kernel_regs(Kernel k) {
-  cudaFuncAttributes a{};
-  MOE_CUDA_CHECK(cudaFuncGetAttributes(&a, k), "moe_grouped/regs");
-  return a.numRegs;
-}
-
 }  // namespace
 
 int64_t grouped_k_multiple(GroupedFmt f) {

@@ -28,4 +28,12 @@ void launch_persistent(Kernel kernel, const MoeGemmParams& p, int threads, int s
   MOE_CUDA_CHECK_LAUNCH(name);
 }
 
+// Registers per thread of a compiled kernel (grouped_gemm_regs).
+template <typename Kernel>
+int kernel_regs(Kernel kernel, const char* name = "moe_grouped/regs") {
+  cudaFuncAttributes a{};
+  MOE_CUDA_CHECK(cudaFuncGetAttributes(&a, kernel), name);
+  return a.numRegs;
+}
+
 }  // namespace moe::cuda

@@ -62,13 +62,6 @@ void launch_wgmma(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream)
   MOE_CHECK(false) << "moe_wgmma_gemm: format " << p.fmt;
 }
 
-template <typename Kernel>
-int kernel_regs(Kernel k) {
-  cudaFuncAttributes a{};
-  MOE_CUDA_CHECK(cudaFuncGetAttributes(&a, k), "moe_grouped/tile_regs");
-  return a.numRegs;
-}
-
 template <GroupedFmt F>
 int wgmma_regs() {
   using namespace wgmma_gemm;
