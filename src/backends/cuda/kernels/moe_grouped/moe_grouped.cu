@@ -25,6 +25,27 @@ bool pipe_aligned(const MoeGemmParams& p) {
   return static_cast<GroupedFmt>(p.fmt) != GroupedFmt::kNvfp4 || p.weight_align >= 4;
 }
 
+// fn(kernel, dynamic shared memory bytes) with the GEMM instance for (F, NB), gate_up or down,
+// the cp.async ring or register streaming (64-token tiles always stream) and, for the NVFP4 ring
+// with 16-token tiles or wider, bulk copies: the one map from a launch's choices to a kernel, for
+// the launcher and for grouped_gemm_regs.
+template <GroupedFmt F, int NB, typename Fn>
+void with_gemm_kernel(bool gate_up, bool pipe, bool bulk, int warps_per_cta, Fn&& fn) {
+  using namespace grouped;
+  if constexpr (NB != 8) {
+    if (pipe) {
+      const int smem = warps_per_cta * kGroupedPipeWarpBytes;
+      if constexpr (F == GroupedFmt::kNvfp4 && NB >= 2)
+        if (bulk)
+          return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, true>, smem)
+                         : fn(moe_gemm_pipe_kernel<F, NB, false, true>, smem);
+      return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true>, smem)
+                     : fn(moe_gemm_pipe_kernel<F, NB, false>, smem);
+    }
+  }
+  gate_up ? fn(moe_gemm_kernel<F, NB, true>, 0) : fn(moe_gemm_kernel<F, NB, false>, 0);
+}
+
 template <GroupedFmt F, int NB>
 void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   const int threads = l.warps_per_cta * 32;
@@ -32,30 +53,13 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
       << "moe_gemm: " << l.warps_per_cta << " warps per CTA (supported: 1.."
       << grouped::kGemmMaxThreads / 32 << ")";
   const char* name = p.gate_up ? "moe_grouped/gate_up" : "moe_grouped/down";
-  auto go = [&](auto k, int smem) {
-    launch_persistent(k, p, threads, smem, l.sm_count, l.ctas_per_sm, name, stream);
-  };
-  bool pipe = false;
-  if constexpr (NB != 8) {  // 64-token tiles (BF16 only) run the register-streaming kernel
-    pipe = l.pipelined && pipe_aligned(p);
-    const int smem = l.warps_per_cta * kGroupedPipeWarpBytes;
-    MOE_CHECK(!pipe || (p.sk_partials != nullptr && p.sk_counters != nullptr))
-        << name << ": the pipelined kernel needs its stream-K workspace (grouped_sk_sizes)";
-    if (pipe) {
-      if constexpr (F == GroupedFmt::kNvfp4 && NB >= 2) {
-        if (grouped_pipe_bulk(p, l)) {
-          p.gate_up ? go(grouped::moe_gemm_pipe_kernel<F, NB, true, true>, smem)
-                    : go(grouped::moe_gemm_pipe_kernel<F, NB, false, true>, smem);
-          return;
-        }
-      }
-      p.gate_up ? go(grouped::moe_gemm_pipe_kernel<F, NB, true>, smem)
-                : go(grouped::moe_gemm_pipe_kernel<F, NB, false>, smem);
-    }
-  }
-  if (!pipe)
-    p.gate_up ? go(grouped::moe_gemm_kernel<F, NB, true>, 0)
-              : go(grouped::moe_gemm_kernel<F, NB, false>, 0);
+  const bool pipe = NB != 8 && l.pipelined && pipe_aligned(p);
+  MOE_CHECK(!pipe || (p.sk_partials != nullptr && p.sk_counters != nullptr))
+      << name << ": the pipelined kernel needs its stream-K workspace (grouped_sk_sizes)";
+  with_gemm_kernel<F, NB>(
+      p.gate_up, pipe, grouped_pipe_bulk(p, l), l.warps_per_cta, [&](auto k, int smem) {
+        launch_persistent(k, p, threads, smem, l.sm_count, l.ctas_per_sm, name, stream);
+      });
 }
 
 // fn.template operator()<F, NB>() for format f and nb mma column blocks (the instances exist for
@@ -176,19 +180,10 @@ int grouped_gemm_regs(GroupedFmt f, const GroupedLaunch& l) {
   if (l.tc) return grouped_tile_gemm_regs(f, l);
   int regs = 0;
   with_gemm_instance(f, l.nb, [&]<GroupedFmt F, int NB>() {
-    using namespace grouped;
-    if constexpr (NB != 8) {
-      if (l.pipelined) {  // moe_launch never sets pipelined with nb 8
-        regs = std::max(kernel_regs(moe_gemm_pipe_kernel<F, NB, true>),
-                        kernel_regs(moe_gemm_pipe_kernel<F, NB, false>));
-        if constexpr (F == GroupedFmt::kNvfp4 && NB >= 2)
-          regs = std::max({regs, kernel_regs(moe_gemm_pipe_kernel<F, NB, true, true>),
-                           kernel_regs(moe_gemm_pipe_kernel<F, NB, false, true>)});
-        return;
-      }
-    }
-    regs = std::max(kernel_regs(moe_gemm_kernel<F, NB, true>),
-                    kernel_regs(moe_gemm_kernel<F, NB, false>));
+    for (bool gate_up : {true, false})
+      for (bool bulk : {false, true})
+        with_gemm_kernel<F, NB>(gate_up, l.pipelined, bulk, l.warps_per_cta,
+                                [&](auto k, int) { regs = std::max(regs, kernel_regs(k)); });
   });
   return regs;
 }
