@@ -1,7 +1,9 @@
 // `moengine tune-moe --model-path DIR [--cache FILE] [--tokens 1,8,64,256] [--fmt bf16,fp8,nvfp4]
 //                    [--iters 20]`: measures every candidate launch configuration of the grouped
 // MoE kernels for the model's MoE shape (hidden_size, moe_intermediate_size, n_routed_experts,
-// num_experts_per_tok from DIR/config.json) on GPU 0, with synthetic weights of each format and
+// num_experts_per_tok from DIR/config.json; with n_shared_experts 1 the shared expert rides along
+// as one more expert and slot, as in CudaOps::moe_experts) on GPU 0, with synthetic weights of
+// each format and
 // uniform random routing, and stores the fastest per (GPU, shape, T bucket, format) in the JSON
 // tune cache (default DIR/moe_tune.json). Time = median of CUDA-graph replays with a 256 MiB
 // L2 flush before each. `moengine generate --device cuda` loads DIR/moe_tune.json when present
@@ -127,7 +129,8 @@ int cmd_tune_moe(int argc, char** argv, int first) {
   const int64_t D = cfg.value("hidden_size", int64_t{0}),
                 I = cfg.value("moe_intermediate_size", int64_t{0}),
                 E = cfg.value("n_routed_experts", int64_t{0}),
-                K = cfg.value("num_experts_per_tok", int64_t{0});
+                K = cfg.value("num_experts_per_tok", int64_t{0}),
+                n_shared = cfg.value("n_shared_experts", int64_t{0});
   if (D <= 0 || I <= 0 || E <= 0 || K <= 0 || E > cuda::kMaxGroupedExperts) {
     std::fprintf(stderr,
                  "tune-moe: config.json needs hidden_size, moe_intermediate_size, "
@@ -174,9 +177,25 @@ int cmd_tune_moe(int argc, char** argv, int first) {
                    fname.c_str(), why.c_str());
       continue;
     }
+    // A shared expert of the routed shape (n_shared_experts 1) runs as one more expert on one
+    // more slot per token up to moe_shared_fold_max_tokens (CudaOps::moe_experts); those entries
+    // are keyed by that shape (E + 1, K + 1), the others by the routed one.
+    ops::ExpertWeights shared_w;
+    auto gf = std::make_unique<cuda::GroupedExperts>(*ge);
+    bool folds = false;
+    if (n_shared == 1) {
+      shared_w = {weight(wb, f, I, D), weight(wb, f, I, D), weight(wb, f, D, I)};
+      folds = cuda::add_grouped_shared_expert(shared_w, gf.get(), &why);
+      if (!folds)
+        std::fprintf(stderr, "tune-moe: %s: the shared expert runs apart: %s\n", fname.c_str(),
+                     why.c_str());
+    }
     for (const std::string& ts : split(tokens)) {
-      const int64_t T = std::max<int64_t>(1, std::atoll(ts.c_str())), TK = T * K;
-      std::vector<int32_t> ids(TK), all(E);
+      const int64_t T = std::max<int64_t>(1, std::atoll(ts.c_str()));
+      const cuda::GroupedExperts& g =
+          folds && T <= cuda::moe_shared_fold_max_tokens(lim, f) ? *gf : *ge;
+      const int64_t KS = g.slots(K), ES = g.E, TK = T * KS;
+      std::vector<int32_t> ids(T * K), all(E);
       std::mt19937 rng(static_cast<uint32_t>(T));
       for (int64_t t = 0; t < T; ++t) {
         std::iota(all.begin(), all.end(), 0);
@@ -186,17 +205,18 @@ int cmd_tune_moe(int argc, char** argv, int first) {
       Buffers b;
       auto* x = static_cast<float*>(b.get(T * D * 4, 0x3C));
       auto* y = static_cast<float*>(b.get(T * D * 4, 0));
-      auto* w = static_cast<float*>(b.get(TK * 4, 0x3C));
-      auto* idd = static_cast<int32_t*>(b.get(TK * 4, 0));
-      cudaMemcpy(idd, ids.data(), TK * 4, cudaMemcpyHostToDevice);
+      auto* w = static_cast<float*>(b.get(T * K * 4, 0x3C));
+      auto* idd = static_cast<int32_t*>(b.get(T * K * 4, 0));
+      cudaMemcpy(idd, ids.data(), T * K * 4, cudaMemcpyHostToDevice);
       cuda::GroupedScratch s;
       s.xa = b.get(T * D * 2, 0);
       s.sorted_slot = static_cast<int32_t*>(b.get(TK * 4, 0));
-      s.tiles = static_cast<int32_t*>(b.get(cuda::grouped_max_tiles(T, K, E, 8) * 16, 0));
+      s.tiles = static_cast<int32_t*>(b.get(cuda::grouped_max_tiles(T, KS, ES, 8) * 16, 0));
       s.num_tiles = static_cast<int32_t*>(b.get(8, 0));  // [2]
       s.h = b.get(TK * I * 2, 0);
       s.out = static_cast<float*>(b.get(TK * D * 4, 0));
-      const cuda::MoeShape shape{T, D, I, E, K, f};
+      s.slot_w = static_cast<float*>(b.get(TK * 4, 0));
+      const cuda::MoeShape shape{T, D, I, ES, KS, f};
       const std::vector<cuda::MoeKernelConfig> cands = cuda::moe_candidate_configs(shape, lim);
       const cuda::GroupedSkSizes sk = cuda::moe_sk_sizes(cands, lim, f);
       s.sk_counters = static_cast<int32_t*>(b.get(std::max<int64_t>(sk.counters(), 1) * 4, 0));
@@ -206,7 +226,7 @@ int cmd_tune_moe(int argc, char** argv, int first) {
       for (const cuda::MoeKernelConfig& c : cands) {
         const cuda::GroupedLaunch l = cuda::moe_launch(c, lim, f);
         auto layer = [&] {
-          cuda::run_grouped_experts(*ge, y, D, x, D, idd, K, w, K, T, K, s, l, st);
+          cuda::run_grouped_experts(g, y, D, x, D, idd, K, w, K, T, K, s, l, st);
         };
         layer();
         if (!ok(cudaStreamSynchronize(st), "warm-up")) return 1;

@@ -93,11 +93,12 @@ if [ "${MOE_GPU_SANITIZE:-1}" = 1 ]; then
   grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/racecheck-mla.log" | tail -n 5 |
     tee -a "$logs/summary.txt"
   # The warpgroup-MMA GEMM's cp.async ring, its tile lists and gathered rows (and the hybrid);
-  # the streaming GEMM's stream-K partial sums and arrival counters.
+  # the streaming GEMM's stream-K partial sums and arrival counters; the shared expert's slot.
   for tool in memcheck racecheck; do
     step "compute-sanitizer $tool: moe_grouped_tests (warpgroup-MMA GEMM, stream-K)"
     timeout 250 compute-sanitizer --tool $tool --error-exitcode 9 "$build/bin/moe_grouped_tests" \
-      --gtest_filter='*WarpgroupMmaSmall*:*StreamKSmall*:*PackKernel*' >"$logs/$tool-wgmma.log" 2>&1 || status=1
+      --gtest_filter='*WarpgroupMmaSmall*:*StreamKSmall*:*PackKernel*:*SharedExpertSmall*' \
+      >"$logs/$tool-wgmma.log" 2>&1 || status=1
     grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/$tool-wgmma.log" | tail -n 5 |
       tee -a "$logs/summary.txt"
   done

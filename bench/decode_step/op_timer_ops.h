@@ -100,9 +100,10 @@ class OpTimerOps final : public ops::Ops {
     ops_.moe_route(ids, w, l, bias, p);
   }
   void moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids, ConstTensorView w,
-                   std::span<const ops::ExpertWeights> e) override {
+                   std::span<const ops::ExpertWeights> e,
+                   const ops::ExpertWeights* shared) override {
     Timed t(*this, "moe_experts");
-    ops_.moe_experts(y, x, ids, w, e);
+    ops_.moe_experts(y, x, ids, w, e, shared);
   }
   void sample(TensorView out, ConstTensorView l, std::span<const ops::SamplingParams> p,
               std::span<const uint64_t> s) override {

@@ -19,13 +19,19 @@
 //                  [--routing uniform,zipf1,zipf1.5,hot8] [--tokens 1,4,8,...,4096,8192]
 //                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
 //                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
+//                  [--shared 0|1|2]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
 // --nb / --warps / --ctas / --pipe override the heuristic's choice (a forced configuration that
 // does not fit the device is skipped with a message).
 // --routing-dir writes routing_<shape>_<routing>_T<T>.bin: int32 [rows, K] of the ids the
-// kernels see (EP: [rows, 1] local ids) for bench/moe/moe_vs_torch.py.
+// kernels see (EP: [rows, 1] local ids) for bench/moe/moe_vs_torch.py. --shared 1 adds a shared
+// expert of the routed shape that rides along in the grouped kernels (one more expert and slot
+// per token), --shared 2 runs it apart after the routed ones (resolve_grouped_shared_alone,
+// moe_shared_alone_launch), the two ways CudaOps::moe_experts runs GLM-5's and DeepSeek-V3's
+// (up to / above moe_shared_fold_max_tokens); its bytes and FLOPs are counted and uniq includes
+// it. Not with expert-parallel shapes (their rows are only the local assignments).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -90,7 +96,8 @@ struct Layer {  // device weights of all experts of one layer
   LayerShape s;
   std::vector<void*> bufs;
   std::vector<ops::ExpertWeights> experts;
-  double expert_bytes = 0;  // weights + scales of one expert
+  ops::ExpertWeights shared;  // --shared 1
+  double expert_bytes = 0;    // weights + scales of one expert
 };
 
 ConstTensorView dev_view(void* p, moe::Shape sh, DType dt) {
@@ -98,6 +105,7 @@ ConstTensorView dev_view(void* p, moe::Shape sh, DType dt) {
 }
 
 bool g_row_major = false;  // --layout rowmajor
+int g_shared = 0;          // --shared 1 (folded) or 2 (apart)
 
 ops::Weight make_weight(Layer& L, GroupedFmt f, int64_t N, int64_t K, uint32_t seed) {
   ops::Weight w;
@@ -144,6 +152,13 @@ void make_layer(Layer& L) {
   }
   L.expert_bytes /= static_cast<double>(L.s.E);
   L.expert_bytes *= 3;
+  if (g_shared) {  // same shape as a routed expert (its bytes are not in expert_bytes' mean)
+    const double per_expert = L.expert_bytes;
+    L.shared.gate = make_weight(L, L.fmt, L.s.I, L.s.D, 5);
+    L.shared.up = make_weight(L, L.fmt, L.s.I, L.s.D, 6);
+    L.shared.down = make_weight(L, L.fmt, L.s.D, L.s.I, 7);
+    L.expert_bytes = per_expert;
+  }
 }
 
 void free_layer(Layer& L) {
@@ -274,6 +289,8 @@ int main(int argc, char** argv) {
       force_pipe = std::atoi(v.c_str());
     else if (a == "--sweep")
       sweep = std::atoi(v.c_str());
+    else if (a == "--shared")
+      g_shared = std::atoi(v.c_str());
     else if (a == "--layout") {
       if (v != "packed" && v != "rowmajor") {
         std::fprintf(stderr, "unknown --layout %s (packed, rowmajor)\n", v.c_str());
@@ -293,6 +310,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "unknown --shape %s (glm5, dsv3, glm5-tp8, glm5-ep8, dsv3-tp8, dsv3-ep8, "
                    "tp8, ep8)\n",
+                   n.c_str());
+      return 2;
+    }
+    if (g_shared && sh.E != sh.E_global) {
+      std::fprintf(stderr,
+                   "--shared 1 with the expert-parallel shape %s: its rows are only the local "
+                   "assignments, not every token (use glm5, dsv3 or a tp8 shape)\n",
                    n.c_str());
       return 2;
     }
@@ -339,7 +363,10 @@ int main(int argc, char** argv) {
       make_layer(L);
       auto ge = std::make_unique<GroupedExperts>();
       std::string why;
-      if (!resolve_grouped_experts(L.experts, sh.D, ge.get(), &why)) {
+      auto gs = std::make_unique<GroupedExperts>();  // --shared 2: the shared expert alone
+      if (!resolve_grouped_experts(L.experts, sh.D, ge.get(), &why) ||
+          (g_shared == 1 && !add_grouped_shared_expert(L.shared, ge.get(), &why)) ||
+          (g_shared == 2 && !resolve_grouped_shared_alone(L.shared, sh.D, gs.get(), &why))) {
         std::fprintf(stderr, "grouped path refused %s %s: %s\n", sname.c_str(), fname.c_str(),
                      why.c_str());
         return 1;
@@ -349,7 +376,8 @@ int main(int argc, char** argv) {
           std::vector<int32_t> global;
           global_routing(rname, T, sh.E_global, sh.K, 1234 + static_cast<uint32_t>(T), &global);
           const LocalRouting lr = local_routing(sh, global, T);
-          const int64_t R = lr.rows, K = lr.k, RK = R * K;
+          // K: routed ids per row; KS: slots per row (the shared expert's included).
+          const int64_t R = lr.rows, K = lr.k, KS = ge->slots(K), RK = R * KS;
           if (!routing_dir.empty() && fname == fmts[0]) {
             std::ofstream f(
                 routing_dir + "/routing_" + sname + "_" + rname + "_T" + std::to_string(T) + ".bin",
@@ -358,7 +386,7 @@ int main(int argc, char** argv) {
           }
           // Activations: x, y [R, D] f32, out [R*K, D] f32, xa [R, D] and h [R*K, I] 16-bit.
           const size_t act_bytes = size_t(R) * sh.D * 10 + size_t(RK) * (sh.D * 4 + sh.I * 2) +
-                                   size_t(RK) * 12 + (size_t{64} << 20);
+                                   size_t(RK) * 16 + (size_t{64} << 20);
           size_t free_b = 0, total_b = 0;
           CK(cudaMemGetInfo(&free_b, &total_b));
           if (act_bytes > free_b) {
@@ -367,7 +395,7 @@ int main(int argc, char** argv) {
                         act_bytes / double(1 << 30), free_b / double(1 << 30));
             continue;
           }
-          const MoeShape ms{R, sh.D, sh.I, sh.E, K, L.fmt};
+          const MoeShape ms{R, sh.D, sh.I, ge->E, KS, L.fmt};  // as CudaOps::moe_experts
           const MoeKernelConfig heur = moe_heuristic_config(ms, lim);
           std::vector<MoeKernelConfig> cands;
           if (sweep) {
@@ -386,37 +414,49 @@ int main(int argc, char** argv) {
             }
             cands.push_back(c);
           }
-          const int64_t mt = grouped_max_tiles(R, K, sh.E, 8);  // the widest need: 8-token tiles
+          const int64_t mt = grouped_max_tiles(R, KS, ge->E, 8);  // the widest: 8-token tiles
           float *x, *y, *w, *out;
           int32_t *idd, *slot, *tiles, *ntiles;
           void *xa, *h;
           CK(cudaMalloc(&x, R * sh.D * 4));
           CK(cudaMalloc(&y, R * sh.D * 4));
-          CK(cudaMalloc(&w, RK * 4));
+          CK(cudaMalloc(&w, R * K * 4));
           CK(cudaMalloc(&out, RK * sh.D * 4));
-          CK(cudaMalloc(&idd, RK * 4));
+          CK(cudaMalloc(&idd, R * K * 4));
           CK(cudaMalloc(&slot, RK * 4));
           CK(cudaMalloc(&tiles, mt * 16));
           CK(cudaMalloc(&ntiles, 8));  // [2]: streaming and big-tile counts
           CK(cudaMalloc(&xa, R * sh.D * 2));
           CK(cudaMalloc(&h, RK * sh.I * 2));
           fill_f32<<<256, 256>>>(x, R * sh.D, 0.5f);
-          fill_f32<<<64, 256>>>(w, RK, 0.125f);
-          CK(cudaMemcpy(idd, lr.ids.data(), RK * 4, cudaMemcpyHostToDevice));
-          const GroupedSkSizes sk = moe_sk_sizes(cands, lim, L.fmt);
+          fill_f32<<<64, 256>>>(w, R * K, 0.125f);
+          CK(cudaMemcpy(idd, lr.ids.data(), R * K * 4, cudaMemcpyHostToDevice));
+          const GroupedLaunch l_alone = moe_shared_alone_launch(R, sh.D, sh.I, L.fmt, lim);
+          GroupedSkSizes sk = moe_sk_sizes(cands, lim, L.fmt);
+          if (g_shared == 2) {  // one workspace for both calls (they run one after the other)
+            const GroupedSkSizes z = grouped_sk_sizes(l_alone);
+            sk.warps = std::max(sk.warps, z.warps);
+            sk.partial_floats = std::max(sk.partial_floats, z.partial_floats);
+          }
           int32_t* sk_counters = nullptr;
           float* sk_partials = nullptr;
           CK(cudaMalloc(&sk_counters, std::max<int64_t>(sk.counters(), 1) * 4));
           CK(cudaMalloc(&sk_partials, std::max<int64_t>(sk.partial_floats, 1) * 4));
-          GroupedScratch s{xa, slot, tiles, ntiles, h, out, sk_counters, sk_partials};
-          const double bytes = lr.unique * L.expert_bytes + 2.0 * R * sh.D * 4;
-          const double flop = 2.0 * RK * 3.0 * sh.D * sh.I;
+          float* slot_w = nullptr;
+          CK(cudaMalloc(&slot_w, RK * 4));
+          GroupedScratch s{xa, slot, tiles, ntiles, h, out, sk_counters, sk_partials, slot_w};
+          const int64_t uniq = lr.unique + (g_shared ? 1 : 0);
+          const double bytes = uniq * L.expert_bytes + 2.0 * R * sh.D * 4;
+          const double flop = 2.0 * R * (K + (g_shared ? 1 : 0)) * 3.0 * sh.D * sh.I;
           double best_us = 1e30, heur_us = 0;
           MoeKernelConfig best = heur;
           for (const MoeKernelConfig& cfg : cands) {
             const GroupedLaunch l = moe_launch(cfg, lim, L.fmt);
             auto layer = [&] {
               run_grouped_experts(*ge, y, sh.D, x, sh.D, idd, K, w, K, R, K, s, l, st);
+              if (g_shared == 2)  // its R slots fit the routed call's scratch
+                run_grouped_experts(*gs, y, sh.D, x, sh.D, idd, K, w, K, R, 0, s, l_alone, st,
+                                    true);
             };
             layer();  // eager warm-up
             CK(cudaStreamSynchronize(st));
@@ -457,7 +497,7 @@ int main(int argc, char** argv) {
           std::printf(
               "%-8s %-7s %-5s %5lld %5lld %4lld %3d %4d %10.1f %9.0f %6.1f%% %9.1f %10.1f\n",
               sname.c_str(), rname.c_str(), fname.c_str(), static_cast<long long>(T),
-              static_cast<long long>(R), static_cast<long long>(lr.unique), best.nb,
+              static_cast<long long>(R), static_cast<long long>(uniq), best.nb,
               best.pipelined ? 1 : 0, us, gbs, 100.0 * gbs / 4800.0, tflops, heur_us);
           std::fflush(stdout);
           if (json)
@@ -465,7 +505,7 @@ int main(int argc, char** argv) {
                  << fname << "\",\"T\":" << T << ",\"rows\":" << R << ",\"K\":" << K
                  << ",\"D\":" << sh.D << ",\"I\":" << sh.I << ",\"E\":" << sh.E
                  << ",\"E_global\":" << sh.E_global << ",\"ep_rank\":" << lr.rank
-                 << ",\"unique\":" << lr.unique << ",\"nb\":" << best.nb
+                 << ",\"unique\":" << uniq << ",\"shared\":" << g_shared << ",\"nb\":" << best.nb
                  << ",\"pipelined\":" << (best.pipelined ? 1 : 0) << ",\"tc\":" << (best.tc ? 1 : 0)
                  << ",\"wgmma\":" << (best.wgmma ? 1 : 0) << ",\"us\":" << us
                  << ",\"heuristic_us\":" << heur_us << ",\"bytes\":" << bytes
@@ -473,7 +513,7 @@ int main(int argc, char** argv) {
                  << ",\"pct_peak\":" << 100.0 * gbs / 4800.0 << ",\"tflops\":" << tflops << "}"
                  << std::endl;
           for (void* p : std::initializer_list<void*>{x, y, w, out, idd, slot, tiles, ntiles, xa, h,
-                                                      sk_counters, sk_partials})
+                                                      sk_counters, sk_partials, slot_w})
             CK(cudaFree(p));
         }
       }

@@ -33,12 +33,7 @@ void Model::ffn(ops::Ops& ops, Workspace& ws, int layer, TensorView out, ConstTe
   ops.moe_route(ids, weights, logits, lw.router_bias, rp);
   ops.trace(ids, "expert_ids", layer);
   ops.trace(weights, "expert_weights", layer);
-  ops.moe_experts(out, x, ids, weights, lw.experts);
-  if (lw.has_shared) {
-    TensorView shared = ws.alloc({T, x.dim(1)}, DType::kF32);  // [T, D]
-    swiglu_mlp(ops, ws, lw.shared, shared, x);
-    ops.add_inplace(out, shared);
-  }
+  ops.moe_experts(out, x, ids, weights, lw.experts, lw.has_shared ? &lw.shared : nullptr);
 }
 
 }  // namespace moe::model

@@ -141,13 +141,14 @@ Result<ModelWeights> bind_weights(const ModelConfig& cfg, const io::Checkpoint& 
         MlpWeights m =
             bind_mlp(b, p + "mlp.experts." + std::to_string(e) + ".", WeightRole::kExpertGate,
                      WeightRole::kExpertUp, WeightRole::kExpertDown);
-        lw.experts.push_back({m.gate, m.up, m.down});
+        lw.experts.push_back(m);
       }
-      ops.prepare_experts(lw.experts, cfg.hidden_size);  // e.g. cuda: packed for its MoE kernels
       lw.has_shared = cfg.n_shared_experts > 0;
       if (lw.has_shared)
         lw.shared = bind_mlp(b, p + "mlp.shared_experts.", WeightRole::kSharedGate,
                              WeightRole::kSharedUp, WeightRole::kSharedDown);
+      // e.g. cuda: packed for its MoE kernels
+      ops.prepare_experts(lw.experts, lw.has_shared ? &lw.shared : nullptr, cfg.hidden_size);
     } else {
       lw.dense = bind_mlp(b, p + "mlp.", WeightRole::kDenseGate, WeightRole::kDenseUp,
                           WeightRole::kDenseDown);

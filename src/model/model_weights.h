@@ -32,11 +32,8 @@ struct AttentionWeights {
   IndexerWeights indexer;
 };
 
-struct MlpWeights {
-  ops::Weight gate;  // [I, D]
-  ops::Weight up;    // [I, D]
-  ops::Weight down;  // [D, I]
-};
+// A SwiGLU MLP: gate [I, D], up [I, D], down [D, I] (the dense MLP, an expert, the shared expert).
+using MlpWeights = ops::ExpertWeights;
 
 struct LayerWeights {
   ConstTensorView attn_norm;  // [D] input_layernorm
@@ -48,7 +45,7 @@ struct LayerWeights {
   ConstTensorView router_bias;              // [E] e_score_correction_bias
   std::vector<ops::ExpertWeights> experts;  // E entries
   bool has_shared = false;
-  MlpWeights shared;  // [I * n_shared, D] ...
+  MlpWeights shared;  // [I * n_shared, D] ... (moe_experts runs it with the routed ones)
 };
 
 struct ModelWeights {
@@ -63,7 +60,7 @@ struct ModelWeights {
 // tensor as `ops.upload` places it (the reference backend reads the mmapped file directly).
 // Quantized matrices keep their stored codes and scales (ops::Weight format, scale,
 // global_scale, input_scale; the F32 scalars are read on the host here); each MoE layer's
-// experts then go through ops.prepare_experts (the backend may rearrange them).
+// routed and shared experts then go through ops.prepare_experts (the backend may rearrange them).
 Result<ModelWeights> bind_weights(const ModelConfig& cfg, const io::Checkpoint& ckpt,
                                   ops::Ops& ops);
 

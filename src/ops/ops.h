@@ -111,8 +111,10 @@ class Ops {
   // Once per MoE layer at load, after its expert weights are uploaded and before any forward:
   // lets the backend rearrange them in its memory for its moe_experts kernels (hidden size D),
   // recording the arrangement in the Weight fields (Weight::layout). Weights it changed
-  // are then only for this backend's moe_experts. Default: nothing.
-  virtual void prepare_experts(std::span<ExpertWeights> experts, int64_t D) {}
+  // are then only for this backend's moe_experts. `shared`: the layer's shared expert (passed to
+  // moe_experts as well), or null. Default: nothing.
+  virtual void prepare_experts(std::span<ExpertWeights> experts, ExpertWeights* shared, int64_t D) {
+  }
 
   // y[t, :] = table[ids[t], :]. ids: [T] i32 (MOE_CHECKed in range), table: [V, D], y: [T, D].
   virtual void embed(TensorView y, ConstTensorView ids, ConstTensorView table) = 0;
@@ -172,10 +174,12 @@ class Ops {
   virtual void moe_route(TensorView ids, TensorView weights, ConstTensorView logits,
                          ConstTensorView bias, const MoeRouteParams& p) = 0;
 
-  // Routed experts: y[t] = sum_k weights[t, k] · E_{ids[t, k]}(x[t]).
+  // Routed experts plus the shared expert S (if not null; an always-active SwiGLU expert of any
+  // intermediate size, weight 1): y[t] = sum_k weights[t, k] · E_{ids[t, k]}(x[t]) + S(x[t]).
   // x, y: [T, D] f32; ids, weights: [T, K]; experts: E entries.
   virtual void moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
-                           ConstTensorView weights, std::span<const ExpertWeights> experts) = 0;
+                           ConstTensorView weights, std::span<const ExpertWeights> experts,
+                           const ExpertWeights* shared) = 0;
 
   // Draws one token per row. logits: [S, V] f32; out: [S] i32; params and steps: S entries
   // (step = index of the token being generated, mixed into the seed).

@@ -173,18 +173,22 @@ TEST_P(GoldenTest, PerturbingOneExpertBreaksTheMatch) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest,
                          ::testing::Values("glm_moe_dsa", "deepseek_v3", "deepseek_v32"));
 
-// bind_weights hands every MoE layer's experts to ops.prepare_experts once, with the hidden
-// size, and what the backend changes there is what the model then reads (the cuda backend tiles
-// NVFP4 scales there; its kernels are tested in moe_grouped_test.cc).
+// bind_weights hands every MoE layer's routed and shared experts to ops.prepare_experts once, with
+// the hidden size, and what the backend changes there is what the model then reads (the cuda
+// backend tiles NVFP4 scales there; its kernels are tested in moe_grouped_test.cc).
 TEST(BindWeights, PrepareExpertsSeesEveryMoeLayerOnce) {
   struct RecordingOps : reference::ReferenceOps {
     using ReferenceOps::ReferenceOps;
-    void prepare_experts(std::span<ops::ExpertWeights> experts, int64_t D) override {
+    void prepare_experts(std::span<ops::ExpertWeights> experts, ops::ExpertWeights* shared,
+                         int64_t D) override {
       sizes.push_back(static_cast<int64_t>(experts.size()));
       dims.push_back(D);
+      with_shared.push_back(shared != nullptr);
+      if (shared) shared->down.input_scale = 7.f + sizes.size();
       for (ops::ExpertWeights& ew : experts) ew.down.input_scale = 7.f + sizes.size();  // a mark
     }
     std::vector<int64_t> sizes, dims;
+    std::vector<bool> with_shared;
   };
   for (const char* name : {"quant/glm_moe_dsa_nvfp4", "deepseek_v3"}) {
     ThreadPool pool{1};
@@ -200,6 +204,9 @@ TEST(BindWeights, PrepareExpertsSeesEveryMoeLayerOnce) {
       ASSERT_LE(moe_layers, static_cast<int64_t>(ops.sizes.size())) << name;
       for (const ops::ExpertWeights& ew : lw.experts)
         EXPECT_EQ(ew.down.input_scale, 7.f + moe_layers) << name << ": the model reads a copy";
+      EXPECT_EQ(lw.has_shared, ops.with_shared[moe_layers - 1]) << name;
+      if (lw.has_shared)
+        EXPECT_EQ(lw.shared.down.input_scale, 7.f + moe_layers) << name << ": shared expert";
     }
     EXPECT_GT(moe_layers, 0) << name;
     EXPECT_EQ(static_cast<int64_t>(ops.sizes.size()), moe_layers) << name;

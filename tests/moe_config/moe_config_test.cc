@@ -55,6 +55,32 @@ TEST(MoeConfig, EveryReturnedConfigFitsSm120AndSm90) {
           }
 }
 
+// The shared expert: folded below the hybrid's threshold (where it runs; the same count
+// elsewhere), and its launch when it runs alone fits every device, with no hybrid below 256
+// tokens.
+TEST(MoeConfig, SharedExpertFoldThresholdAndAloneLaunchFit) {
+  MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
+  sm90.cc = 90;
+  sm120.cc = 120;
+  EXPECT_EQ(moe_shared_fold_max_tokens(sm90, GroupedFmt::kBf16), 31);
+  EXPECT_EQ(moe_shared_fold_max_tokens(sm90, GroupedFmt::kFp8Block), 47);
+  EXPECT_EQ(moe_shared_fold_max_tokens(sm90, GroupedFmt::kNvfp4), 47);
+  EXPECT_EQ(moe_shared_fold_max_tokens(sm120, GroupedFmt::kBf16), 31);
+  EXPECT_EQ(moe_shared_fold_max_tokens(sm120, GroupedFmt::kNvfp4), 47);
+  for (const MoeDeviceLimits& lim : {sm90, sm120})
+    for (GroupedFmt f : kFmts)
+      for (int64_t T : {1, 9, 17, 64, 255, 256, 4096}) {
+        const GroupedLaunch l = moe_shared_alone_launch(T, 6144, 2048, f, lim);
+        const MoeKernelConfig c{l.nb, l.warps_per_cta, l.ctas_per_sm, l.pipelined, l.tc, l.wgmma};
+        EXPECT_TRUE(moe_config_fits(c, f, lim)) << moe_fmt_name(f) << " T " << T;
+        if (T < 256) {
+          EXPECT_EQ(l.wgmma_min_tokens, 0) << moe_fmt_name(f) << " T " << T;
+          EXPECT_TRUE(l.pipelined && !l.tc) << moe_fmt_name(f) << " T " << T;
+          EXPECT_EQ(l.nb, T <= 8 ? 1 : T <= 16 ? 2 : 4);
+        }
+      }
+}
+
 TEST(MoeConfig, RejectsWhatDoesNotFit) {
   const MoeDeviceLimits lim = limits(232448, 132);
   EXPECT_FALSE(moe_config_fits({8, 8, 1, false}, GroupedFmt::kNvfp4, lim));  // no nb 8 nvfp4

@@ -95,7 +95,8 @@ class CudaOps final : public ops::Ops {
   // in place into the packed layout (ops::WeightLayout::kPacked,
   // kernels/moe_grouped/dequant_bits.h); others unchanged.
   // Synchronises the stream (load time only).
-  void prepare_experts(std::span<ops::ExpertWeights> experts, int64_t D) override;
+  void prepare_experts(std::span<ops::ExpertWeights> experts, ops::ExpertWeights* shared,
+                       int64_t D) override;
   void embed(TensorView y, ConstTensorView ids, ConstTensorView table) override;
   void linear(TensorView y, ConstTensorView x, const ops::Weight& w) override;
   void rms_norm(TensorView y, ConstTensorView x, ConstTensorView gamma, float eps) override;
@@ -115,7 +116,8 @@ class CudaOps final : public ops::Ops {
   void moe_route(TensorView ids, TensorView weights, ConstTensorView logits, ConstTensorView bias,
                  const ops::MoeRouteParams& p) override;
   void moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids, ConstTensorView weights,
-                   std::span<const ops::ExpertWeights> experts) override;
+                   std::span<const ops::ExpertWeights> experts,
+                   const ops::ExpertWeights* shared) override;
   void sample(TensorView out, ConstTensorView logits, std::span<const ops::SamplingParams> params,
               std::span<const uint64_t> steps) override;
   void trace(ConstTensorView t, std::string_view name, int layer) override {
@@ -128,7 +130,12 @@ class CudaOps final : public ops::Ops {
   bool linear_quantized_cublaslt(const LinearParams& p);
   // Scratch for one op call: valid until the next op starts (stream order protects reuse).
   TensorView scratch(Shape shape, DType dtype) { return scratch_.alloc(shape, dtype); }
-  void begin_op() { scratch_.reset(); }
+  void begin_op() {
+    if (!in_composite_) scratch_.reset();
+  }
+  // y += S(x) for a shared expert the grouped kernels do not take, through linear / silu_mul /
+  // add_inplace, with its temporaries in the scratch of the calling op (moe_experts).
+  void shared_expert_add(TensorView y, ConstTensorView x, const ops::ExpertWeights& s);
   // Host bytes -> pinned ring -> async copy on the stream (eager copy_from_host).
   void* stage_h2d(const void* src, size_t n);
   void h2d_sync(void* dst, const void* src, size_t n);
@@ -136,6 +143,8 @@ class CudaOps final : public ops::Ops {
   DeviceInfo info_;
   Stream stream_ = nullptr;
   DeviceArena scratch_;
+  // While an op runs other ops (shared_expert_add): their begin_op keeps the caller's scratch.
+  bool in_composite_ = false;
   TraceSink trace_;
   std::shared_ptr<const MoeTuneCache> moe_tune_;  // null: heuristic MoE launch configs
   // Pinned host staging for copy_from_host while the stream is being captured.

@@ -97,24 +97,35 @@ void CudaOps::moe_route(TensorView ids, TensorView weights, ConstTensorView logi
   launch_moe_route(p, stream_);
 }
 
-void CudaOps::prepare_experts(std::span<ops::ExpertWeights> experts, int64_t D) {
+void CudaOps::prepare_experts(std::span<ops::ExpertWeights> experts, ops::ExpertWeights* shared,
+                              int64_t D) {
   GroupedExperts ge;
   std::string why;
   if (experts.empty() || !resolve_grouped_experts(experts, D, &ge, &why) || ge.gate_up.packed)
     return;  // not the grouped path, or already prepared
   MOE_CHECK(!capturing()) << "prepare_experts while the stream is captured (load time only)";
+  // The shared expert too if the grouped kernels take it (moe_experts runs it with the routed
+  // ones or alone there); otherwise linear reads it, row-major.
+  std::vector<ops::ExpertWeights*> all;
+  for (ops::ExpertWeights& ew : experts) all.push_back(&ew);
+  GroupedExperts gs;
+  if (shared && resolve_grouped_shared_alone(*shared, D, &gs, &why)) all.push_back(shared);
   const bool nvfp4 = ge.fmt == GroupedFmt::kNvfp4;
   auto row_bytes = [&](const ops::Weight& w) {
     return grouped::grouped_row_bytes(ge.fmt, w.cols());
   };
-  for (const ops::ExpertWeights& ew : experts)
-    for (const ops::Weight* w : {&ew.gate, &ew.up, &ew.down})
+  for (const ops::ExpertWeights* ew : all)
+    for (const ops::Weight* w : {&ew->gate, &ew->up, &ew->down})
       MOE_CHECK(w->data.device() == Device::kCuda && (!nvfp4 || w->scale.device() == Device::kCuda))
           << "prepare_experts: expert weight " << w->data.shape().to_string()
           << " is not in this backend's memory (upload it first)";
   // Matrices shared between experts (tests reuse one) are rearranged once.
   std::unordered_set<const void*> done;
-  Tensor tmp = allocate({ge.I * row_bytes(experts[0].gate)}, DType::kU8, false);  // one matrix
+  int64_t largest = 0;  // bytes of the largest matrix (a shared expert may be wider)
+  for (const ops::ExpertWeights* ew : all)
+    for (const ops::Weight* w : {&ew->gate, &ew->up, &ew->down})
+      largest = std::max(largest, w->rows() * row_bytes(*w));
+  Tensor tmp = allocate({largest}, DType::kU8, false);  // one matrix
   // The backend owns this memory (upload) and no forward has read it yet; nullptr: done before.
   auto first = [&](const ConstTensorView& t) -> uint8_t* {
     return done.insert(t.raw()).second ? static_cast<uint8_t*>(const_cast<void*>(t.raw()))
@@ -125,8 +136,8 @@ void CudaOps::prepare_experts(std::span<ops::ExpertWeights> experts, int64_t D) 
                                    cudaMemcpyDeviceToDevice, stream_),
                    "prepare_experts");
   };
-  for (ops::ExpertWeights& ew : experts)
-    for (ops::Weight* w : {&ew.gate, &ew.up, &ew.down}) {
+  for (ops::ExpertWeights* ew : all)
+    for (ops::Weight* w : {&ew->gate, &ew->up, &ew->down}) {
       const int64_t N = w->rows(), rb = row_bytes(*w);
       if (uint8_t* p = first(w->data)) {
         launch_pack_data(tmp.data<uint8_t>(), p, N, rb, stream_);
@@ -141,8 +152,30 @@ void CudaOps::prepare_experts(std::span<ops::ExpertWeights> experts, int64_t D) 
   MOE_CUDA_CHECK(cudaStreamSynchronize(stream_), "prepare_experts");
 }
 
+void CudaOps::shared_expert_add(TensorView y, ConstTensorView x, const ops::ExpertWeights& s) {
+  const int64_t T = x.dim(0), D = x.dim(1), I = s.gate.rows();
+  MOE_CHECK(s.gate.cols() == D && s.up.rows() == I && s.up.cols() == D && s.down.rows() == D &&
+            s.down.cols() == I)
+      << "moe_experts: shared expert gate [" << s.gate.rows() << ", " << s.gate.cols() << "] up ["
+      << s.up.rows() << ", " << s.up.cols() << "] down [" << s.down.rows() << ", " << s.down.cols()
+      << "] for D " << D;
+  TensorView g = scratch({T, I}, DType::kF32), u = scratch({T, I}, DType::kF32),
+             o = scratch({T, D}, DType::kF32);
+  in_composite_ = true;
+  struct Done {
+    bool* f;
+    ~Done() { *f = false; }
+  } done{&in_composite_};
+  linear(g, x, s.gate);
+  linear(u, x, s.up);
+  silu_mul(g, g, u);
+  linear(o, g, s.down);
+  add_inplace(y, o);
+}
+
 void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
-                          ConstTensorView weights, std::span<const ops::ExpertWeights> experts) {
+                          ConstTensorView weights, std::span<const ops::ExpertWeights> experts,
+                          const ops::ExpertWeights* shared) {
   check_f32(y, 2, "moe_experts.y");
   check_f32(x, 2, "moe_experts.x");
   check_i32(ids, 2, "moe_experts.ids");
@@ -155,30 +188,48 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
   MOE_CHECK(E >= 1 && E <= kMaxExperts)
       << "moe_experts: " << E << " experts (supported: 1.." << kMaxExperts << ")";
   auto ge = std::make_unique<GroupedExperts>();
-  std::string why;
+  std::string why, shared_why;
   if (resolve_grouped_experts(experts, D, ge.get(), &why)) {
     begin_op();
     const MoeDeviceLimits lim = moe_limits(info_);
-    const MoeShape shape{T, D, ge->I, E, K, ge->fmt};
+    // The shared expert as one more expert on one more slot per token, for calls of at most
+    // moe_shared_fold_max_tokens tokens and when it has the routed experts' shape and format.
+    const bool fold = shared && T <= moe_shared_fold_max_tokens(lim, ge->fmt) &&
+                      add_grouped_shared_expert(*shared, ge.get(), &shared_why);
+    // One grouped call: scratch for its slots, then the four launches.
+    auto run = [&](const GroupedExperts& g, const GroupedLaunch& l, int64_t k, bool accumulate) {
+      const int64_t TK = std::max<int64_t>(T * g.slots(k), 1);
+      GroupedScratch s;
+      s.xa = scratch({std::max<int64_t>(T, 1), D}, DType::kBF16).raw();
+      s.sorted_slot = scratch({TK}, DType::kI32).data<int32_t>();
+      s.tiles = scratch({grouped_max_tiles(T, g.slots(k), g.E, 8 * l.nb), 4}, DType::kI32)
+                    .data<int32_t>();
+      s.num_tiles = scratch({2}, DType::kI32).data<int32_t>();  // streaming, big-tile counts
+      s.h = scratch({TK, g.I}, DType::kBF16).raw();
+      s.out = scratch({TK, D}, DType::kF32).data<float>();
+      s.slot_w = scratch({TK}, DType::kF32).data<float>();
+      const GroupedSkSizes sk = grouped_sk_sizes(l);
+      if (sk.warps > 0) {
+        s.sk_counters = scratch({sk.counters()}, DType::kI32).data<int32_t>();
+        s.sk_partials = scratch({sk.partial_floats}, DType::kF32).data<float>();
+      }
+      run_grouped_experts(g, y.data<float>(), y.stride(0), x.data<float>(), x.stride(0),
+                          ids.data<int32_t>(), ids.stride(0), weights.data<float>(),
+                          weights.stride(0), T, k, s, l, stream_, accumulate);
+    };
+    // The tune cache and the heuristic see the folded shape (E + 1 experts, K + 1 per token).
+    const MoeShape shape{T, D, ge->I, ge->E, ge->slots(K), ge->fmt};
     const MoeKernelConfig cfg =
         moe_tune_ ? moe_tune_->select(info_, shape) : moe_heuristic_config(shape, lim);
-    const GroupedLaunch l = moe_launch(cfg, lim, ge->fmt);
-    const int64_t TK = std::max<int64_t>(T * K, 1);
-    GroupedScratch s;
-    s.xa = scratch({std::max<int64_t>(T, 1), D}, DType::kBF16).raw();
-    s.sorted_slot = scratch({TK}, DType::kI32).data<int32_t>();
-    s.tiles = scratch({grouped_max_tiles(T, K, E, 8 * l.nb), 4}, DType::kI32).data<int32_t>();
-    s.num_tiles = scratch({2}, DType::kI32).data<int32_t>();  // streaming, big-tile counts
-    s.h = scratch({TK, ge->I}, DType::kBF16).raw();
-    s.out = scratch({TK, D}, DType::kF32).data<float>();
-    const GroupedSkSizes sk = grouped_sk_sizes(l);
-    if (sk.warps > 0) {
-      s.sk_counters = scratch({sk.counters()}, DType::kI32).data<int32_t>();
-      s.sk_partials = scratch({sk.partial_floats}, DType::kF32).data<float>();
+    run(*ge, moe_launch(cfg, lim, ge->fmt), K, false);
+    if (shared && !fold) {
+      // Apart: alone in the grouped kernels (y += S(x); packed weights need them), else linear.
+      GroupedExperts gs;
+      if (resolve_grouped_shared_alone(*shared, D, &gs, &shared_why))
+        run(gs, moe_shared_alone_launch(T, D, gs.I, gs.fmt, lim), 0, true);
+      else
+        shared_expert_add(y, x, *shared);
     }
-    run_grouped_experts(*ge, y.data<float>(), y.stride(0), x.data<float>(), x.stride(0),
-                        ids.data<int32_t>(), ids.stride(0), weights.data<float>(),
-                        weights.stride(0), T, K, s, l, stream_);
     return;
   }
   // Token-major fallback: dense experts, and quantized ones the grouped path refused (`why`).
@@ -225,6 +276,7 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
   p.E = E;
   p.h = scratch({std::max<int64_t>(T * K, 1), I}, DType::kF32).data<float>();
   launch_moe_experts(p, stream_);
+  if (shared) shared_expert_add(y, x, *shared);
 }
 
 void CudaOps::sample(TensorView out, ConstTensorView logits,

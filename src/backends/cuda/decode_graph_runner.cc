@@ -84,7 +84,7 @@ class RefreshOps final : public ops::Ops {
   void moe_route(TensorView, TensorView, ConstTensorView, ConstTensorView,
                  const ops::MoeRouteParams&) override {}
   void moe_experts(TensorView, ConstTensorView, ConstTensorView, ConstTensorView,
-                   std::span<const ops::ExpertWeights>) override {}
+                   std::span<const ops::ExpertWeights>, const ops::ExpertWeights*) override {}
   // Sample call number `deferred_index` was kept out of the graph at capture: it is returned
   // by deferred() to be launched after the replay. The others are in the graph, valid only
   // while they stay independent of the step counter.
@@ -179,9 +179,10 @@ class CaptureOps final : public ops::Ops {
     b_.moe_route(ids, w, logits, bias, p);
   }
   void moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids, ConstTensorView w,
-                   std::span<const ops::ExpertWeights> e) override {
+                   std::span<const ops::ExpertWeights> e,
+                   const ops::ExpertWeights* shared) override {
     no_sample_yet();
-    b_.moe_experts(y, x, ids, w, e);
+    b_.moe_experts(y, x, ids, w, e, shared);
   }
   void sample(TensorView out, ConstTensorView logits, std::span<const ops::SamplingParams> params,
               std::span<const uint64_t> steps) override {

@@ -61,39 +61,50 @@ void ReferenceOps::moe_route(TensorView ids, TensorView weights, ConstTensorView
 }
 
 void ReferenceOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
-                               ConstTensorView weights,
-                               std::span<const ops::ExpertWeights> experts) {
+                               ConstTensorView weights, std::span<const ops::ExpertWeights> experts,
+                               const ops::ExpertWeights* shared) {
   check_f32(y, 2, "moe_experts.y");
   check_f32(x, 2, "moe_experts.x");
   const int64_t T = x.dim(0), D = x.dim(1), K = ids.dim(1);
   MOE_CHECK(y.shape() == x.shape() && ids.dim(0) == T && weights.dim(1) == K);
+  auto check_expert = [&](const ops::ExpertWeights& ew) {
+    const int64_t I = ew.gate.rows();
+    MOE_CHECK(ew.gate.cols() == D && ew.up.rows() == I && ew.up.cols() == D &&
+              ew.down.rows() == D && ew.down.cols() == I)
+        << "moe_experts: expert gate [" << ew.gate.rows() << ", " << ew.gate.cols() << "] up ["
+        << ew.up.rows() << ", " << ew.up.cols() << "] down [" << ew.down.rows() << ", "
+        << ew.down.cols() << "] for D " << D;
+  };
+  if (shared) check_expert(*shared);
   pool_.parallel_for(T, [&](int64_t t0, int64_t t1) {
     std::vector<float> h, row, acc(D);
+    // acc += wk * expert(x row).
+    auto add_expert = [&](const ops::ExpertWeights& ew, const float* xr, float wk) {
+      const int64_t I = ew.gate.rows();
+      h.resize(I);
+      row.resize(std::max(D, I));
+      for (int64_t i = 0; i < I; ++i) {
+        weight_row_f32(ew.gate, i, row.data());
+        float g = static_cast<float>(dot_f32(xr, row.data(), D));
+        weight_row_f32(ew.up, i, row.data());
+        float u = static_cast<float>(dot_f32(xr, row.data(), D));
+        h[i] = g / (1.0f + std::exp(-g)) * u;
+      }
+      for (int64_t d = 0; d < D; ++d) {
+        weight_row_f32(ew.down, d, row.data());
+        acc[d] += wk * static_cast<float>(dot_f32(h.data(), row.data(), I));
+      }
+    };
     for (int64_t t = t0; t < t1; ++t) {
       const float* xr = x.data<float>() + t * x.stride(0);
       std::fill(acc.begin(), acc.end(), 0.f);
       for (int64_t k = 0; k < K; ++k) {
         int32_t e = ids.data<int32_t>()[t * ids.stride(0) + k];
         MOE_CHECK(e >= 0 && e < static_cast<int64_t>(experts.size())) << "expert id " << e;
-        const ops::ExpertWeights& ew = experts[e];
-        const int64_t I = ew.gate.rows();
-        MOE_CHECK(ew.gate.cols() == D && ew.up.rows() == I && ew.down.rows() == D &&
-                  ew.down.cols() == I);
-        h.resize(I);
-        row.resize(std::max(D, I));
-        for (int64_t i = 0; i < I; ++i) {
-          weight_row_f32(ew.gate, i, row.data());
-          float g = static_cast<float>(dot_f32(xr, row.data(), D));
-          weight_row_f32(ew.up, i, row.data());
-          float u = static_cast<float>(dot_f32(xr, row.data(), D));
-          h[i] = g / (1.0f + std::exp(-g)) * u;
-        }
-        float wk = weights.data<float>()[t * weights.stride(0) + k];
-        for (int64_t d = 0; d < D; ++d) {
-          weight_row_f32(ew.down, d, row.data());
-          acc[d] += wk * static_cast<float>(dot_f32(h.data(), row.data(), I));
-        }
+        check_expert(experts[e]);
+        add_expert(experts[e], xr, weights.data<float>()[t * weights.stride(0) + k]);
       }
+      if (shared) add_expert(*shared, xr, 1.f);
       float* yr = y.data<float>() + t * y.stride(0);
       for (int64_t d = 0; d < D; ++d) yr[d] = acc[d];
     }

@@ -45,7 +45,8 @@ class ReferenceOps : public ops::Ops {  // not final: tests record calls through
   void moe_route(TensorView ids, TensorView weights, ConstTensorView logits, ConstTensorView bias,
                  const ops::MoeRouteParams& p) override;
   void moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids, ConstTensorView weights,
-                   std::span<const ops::ExpertWeights> experts) override;
+                   std::span<const ops::ExpertWeights> experts,
+                   const ops::ExpertWeights* shared) override;
   void sample(TensorView out, ConstTensorView logits, std::span<const ops::SamplingParams> params,
               std::span<const uint64_t> steps) override;
   void trace(ConstTensorView t, std::string_view name, int layer) override {

@@ -802,11 +802,22 @@ TEST_F(CudaOpsTest, MoeExperts) {
       }
       Tensor ids_h = i32(ids, {T, K});
       Tensor wts = randn({T, K}, 120 + T);
+      // Odd T: with a shared expert of another width (token-major kernels, then linear).
+      const bool with_shared = T % 2 == 1;
+      const int64_t Is = 40;
+      Tensor sg = cast(randn({Is, D}, 400, 0.2f), dt), su = cast(randn({Is, D}, 401, 0.2f), dt),
+             sd = cast(randn({D, Is}, 402, 0.2f), dt);
+      const ops::ExpertWeights sh_h{sg.cview(), su.cview(), sd.cview()},
+          sh_d{ConstTensorView(dev_->to_device(sg)), ConstTensorView(dev_->to_device(su)),
+               ConstTensorView(dev_->to_device(sd))};
       Tensor want = Tensor::empty({T, D}, DType::kF32);
-      ref_.moe_experts(want.view(), x.view(), ids_h.view(), wts.view(), ew_h);
+      ref_.moe_experts(want.view(), x.view(), ids_h.view(), wts.view(), ew_h,
+                       with_shared ? &sh_h : nullptr);
       TensorView y = dev_->poisoned({T, D}, DType::kF32);
-      ops_->moe_experts(y, dev_->to_device(x), dev_->to_device(ids_h), dev_->to_device(wts), ew_d);
-      EXPECT_LE(rel_error(dev_->to_host(y), want), kTolMatmul) << dtype_name(dt) << " T " << T;
+      ops_->moe_experts(y, dev_->to_device(x), dev_->to_device(ids_h), dev_->to_device(wts), ew_d,
+                        with_shared ? &sh_d : nullptr);
+      EXPECT_LE(rel_error(dev_->to_host(y), want), kTolMatmul)
+          << dtype_name(dt) << " T " << T << " shared " << with_shared;
     }
   }
 }
@@ -851,9 +862,10 @@ TEST_F(CudaOpsTest, MoeExpertsQuantizedTokenMajor) {
       Tensor ids_h = i32(ids, {T, K});
       Tensor wts = randn({T, K}, 140 + T);
       Tensor want = Tensor::empty({T, D}, DType::kF32);
-      ref_.moe_experts(want.view(), x.view(), ids_h.view(), wts.view(), ew_h);
+      ref_.moe_experts(want.view(), x.view(), ids_h.view(), wts.view(), ew_h, nullptr);
       TensorView y = dev_->poisoned({T, D}, DType::kF32);
-      ops_->moe_experts(y, dev_->to_device(x), dev_->to_device(ids_h), dev_->to_device(wts), ew_d);
+      ops_->moe_experts(y, dev_->to_device(x), dev_->to_device(ids_h), dev_->to_device(wts), ew_d,
+                        nullptr);
       EXPECT_LE(rel_error(dev_->to_host(y), want), kTolMatmul)
           << "format " << static_cast<int>(fmt) << " T " << T;
     }

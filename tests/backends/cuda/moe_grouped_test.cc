@@ -96,16 +96,34 @@ class MoeGroupedTest : public ::testing::Test {
       ew_h.push_back({mats[3 * e].host, mats[3 * e + 1].host, mats[3 * e + 2].host});
       ew_d.push_back({mats[3 * e].dev, mats[3 * e + 1].dev, mats[3 * e + 2].dev});
     }
+    // shared_ > 0: a shared expert of intermediate size shared_ * I (1: rides along in the grouped
+    // kernels as expert E; else CudaOps runs it through linear).
+    ops::ExpertWeights sh_h, sh_d;
+    if (shared_ > 0) {
+      for (int64_t i = 0; i < 3; ++i)
+        mats.push_back(i < 2 ? make(f, shared_ * I, D, 5000 + i) : make(f, D, shared_ * I, 5002));
+      sh_h = {mats[3 * E].host, mats[3 * E + 1].host, mats[3 * E + 2].host};
+      sh_d = {mats[3 * E].dev, mats[3 * E + 1].dev, mats[3 * E + 2].dev};
+    }
+    const ops::ExpertWeights* shd = shared_ > 0 ? &sh_d : nullptr;
     if (prepare_) {  // CudaOps::prepare_experts: the grouped path's experts packed in place
       GroupedExperts ge;
       std::string why;
       const bool grouped = resolve_grouped_experts(ew_d, D, &ge, &why);
-      ops_->prepare_experts(ew_d, D);
+      GroupedExperts gs;
+      const bool shared_grouped =
+          grouped && shd && resolve_grouped_shared_alone(*shd, D, &gs, &why);
+      ops_->prepare_experts(ew_d, shared_ > 0 ? &sh_d : nullptr, D);
       const ops::WeightLayout want_layout =
           grouped ? ops::WeightLayout::kPacked : ops::WeightLayout::kRowMajor;
       for (const ops::ExpertWeights& ew : ew_d)
         for (const ops::Weight* w : {&ew.gate, &ew.up, &ew.down})
           EXPECT_EQ(w->layout, want_layout) << name(f);
+      if (shd)  // packed when the grouped kernels run it (with the routed experts or alone)
+        for (const ops::Weight* w : {&sh_d.gate, &sh_d.up, &sh_d.down})
+          EXPECT_EQ(w->layout,
+                    shared_grouped ? ops::WeightLayout::kPacked : ops::WeightLayout::kRowMajor)
+              << name(f) << " shared " << shared_;
     }
     Tensor x = randn({T, D}, 7 + T);
     std::vector<int32_t> ids(T * K);
@@ -120,7 +138,8 @@ class MoeGroupedTest : public ::testing::Test {
     Tensor ids_h = i32(ids, {T, K});
     Tensor wts = randn({T, K}, 9 + T, 0.5f);
     Tensor want = Tensor::empty({T, D}, DType::kF32);
-    ref_.moe_experts(want.view(), x.view(), ids_h.view(), wts.view(), ew_h);
+    ref_.moe_experts(want.view(), x.view(), ids_h.view(), wts.view(), ew_h,
+                     shared_ > 0 ? &sh_h : nullptr);
     TensorView y = dev_->poisoned({T, D}, DType::kF32);
     // bad_every_ > 0: every bad_every_-th token gets an expert id outside [0, E) on the device
     // (-1 or E, at k = t % K): its row must come out NaN, the other rows as the reference.
@@ -134,24 +153,29 @@ class MoeGroupedTest : public ::testing::Test {
     TensorView xd = dev_->to_device(x), idd = dev_->to_device(i32(ids_dev, {T, K})),
                wd = dev_->to_device(wts);
     if (!launch) {
-      ops_->moe_experts(y, xd, idd, wd, ew_d);
+      ops_->moe_experts(y, xd, idd, wd, ew_d, shd);
     } else {  // an explicit launch (tile width, kernel) through the launcher
       auto ge = std::make_unique<GroupedExperts>();
       std::string why;
       EXPECT_TRUE(resolve_grouped_experts(ew_d, D, ge.get(), &why)) << why;
       if (!why.empty()) return Tensor();
+      if (shd) {
+        EXPECT_TRUE(add_grouped_shared_expert(*shd, ge.get(), &why)) << why;
+        if (!why.empty()) return Tensor();
+      }
       GroupedLaunch l = *launch;
       // sm_override_: a smaller grid than the device's (other stream-K splits).
       l.sm_count = sm_override_ > 0 ? sm_override_ : ops_->device().sm_count;
-      const int64_t TK = T * K;
+      const int64_t KS = ge->slots(K), TK = T * KS;  // slots: the shared expert's last
       GroupedScratch s;
       s.xa = dev_->poisoned({T, D}, DType::kF32).raw();  // f32 poison is big enough for 16-bit
       s.sorted_slot = dev_->poisoned({TK}, DType::kI32).data<int32_t>();
-      s.tiles =
-          dev_->poisoned({grouped_max_tiles(T, K, E, 8 * l.nb), 4}, DType::kI32).data<int32_t>();
+      s.tiles = dev_->poisoned({grouped_max_tiles(T, KS, ge->E, 8 * l.nb), 4}, DType::kI32)
+                    .data<int32_t>();
       s.num_tiles = dev_->poisoned({2}, DType::kI32).data<int32_t>();
       s.h = dev_->poisoned({TK, I}, DType::kF32).raw();
       s.out = dev_->poisoned({TK, D}, DType::kF32).data<float>();
+      s.slot_w = dev_->poisoned({TK}, DType::kF32).data<float>();
       const GroupedSkSizes sk = grouped_sk_sizes(l);
       if (sk.warps > 0) {  // poisoned: the group kernel must zero the counters
         s.sk_counters = dev_->poisoned({sk.counters()}, DType::kI32).data<int32_t>();
@@ -160,11 +184,15 @@ class MoeGroupedTest : public ::testing::Test {
       run_grouped_experts(*ge, y.data<float>(), D, xd.data<float>(), D, idd.data<int32_t>(), K,
                           wd.data<float>(), K, T, K, s, l, ops_->stream());
       // Grouping is stable: each expert's slots in increasing slot order (no atomics order),
-      // experts in increasing id order; slots with bad ids are left out.
+      // experts in increasing id order (the shared expert E last, slot K of every token); slots
+      // with bad ids are left out.
       std::vector<int32_t> want_order;
       for (int64_t e = 0; e < E; ++e)
-        for (int64_t slot = 0; slot < TK; ++slot)
-          if (ids_dev[slot] == e) want_order.push_back(static_cast<int32_t>(slot));
+        for (int64_t slot = 0; slot < T * K; ++slot)
+          if (ids_dev[slot] == e)
+            want_order.push_back(static_cast<int32_t>(slot / K * KS + slot % K));
+      if (shd)
+        for (int64_t t = 0; t < T; ++t) want_order.push_back(static_cast<int32_t>(t * KS + K));
       const Tensor order =
           dev_->to_host(TensorView(s.sorted_slot, DType::kI32, {TK}, Device::kCuda));
       EXPECT_TRUE(std::equal(want_order.begin(), want_order.end(), order.data<int32_t>()))
@@ -188,13 +216,14 @@ class MoeGroupedTest : public ::testing::Test {
           << " wgmma " << launch->wgmma << " hybrid " << launch->wgmma_min_tokens << " warps "
           << launch->warps_per_cta << " ctas " << launch->ctas_per_sm << " sms " << sm_override_;
     EXPECT_LE(err, kTolGrouped) << name(f) << " T " << T << " D " << D << " I " << I << " E " << E
-                                << " K " << K << how.str();
+                                << " K " << K << " shared " << shared_ << how.str();
     return got;
   }
 
   int sm_override_ = 0;
   int64_t bad_every_ = 0;
   bool prepare_ = false;
+  int64_t shared_ = 0;  // shared expert of shared_ * I (0: none)
 
   ThreadPool pool_{8};
   reference::ReferenceOps ref_{pool_};
@@ -383,6 +412,77 @@ TEST_F(MoeGroupedTest, HybridSplitsExpertsByTokenCount) {
     }
 }
 
+// The shared expert rides along as expert E on slot K of every token (weight 1): through
+// CudaOps (heuristic; up to moe_shared_fold_max_tokens), every GEMM kernel (streaming, rings with
+// stream-K splits, tc, wgmma, the hybrid, where the shared expert's T tokens make it the big
+// one), packed weights, and bad routed ids. Above moe_shared_fold_max_tokens tokens, or with
+// another width (2 I), CudaOps runs it alone in the grouped kernels after the routed ones
+// (accumulating into y); with routed experts on the token-major path, through linear.
+TEST_F(MoeGroupedTest, SharedExpertRidesAlong) {
+  const bool sm90 = ops_->device().cc_major == 9 && ops_->device().cc_minor == 0;
+  shared_ = 1;
+  for (Fmt f : kFmts) {
+    for (int64_t T : {1, 5, 64, 257}) check(f, T, 256, 128, 16, 4);
+    check(f, 300, 128, 128, 8, 1, Routing::kOne);
+    for (int nb : {1, 2, 4})
+      for (bool pipe : {false, true})
+        check(f, 45, 384, 256, 8, 4, Routing::kRandom, Launch{.nb = nb, .pipelined = pipe});
+    sm_override_ = 7;
+    check(f, 37, 384, 256, 8, 4, Routing::kRandom,
+          Launch{.nb = 1, .warps_per_cta = 4, .ctas_per_sm = 2, .pipelined = true});
+    sm_override_ = 0;
+    if (sm90) {
+      check(f, 300, 256, 128, 8, 2, Routing::kRandom, Launch{.nb = 16, .tc = true, .wgmma = true});
+      // 120 tokens over 16 experts: only the shared expert reaches 40 (the wgmma GEMM).
+      check(f, 120, 256, 128, 16, 2, Routing::kRandom, Launch{.nb = 2, .wgmma_min_tokens = 40});
+    }
+    prepare_ = true;
+    check(f, 45, 384, 256, 8, 4);
+    check(f, 64, 384, 256, 8, 4, Routing::kRandom, Launch{.nb = 2, .pipelined = true});
+    prepare_ = false;
+    bad_every_ = 3;
+    check(f, 45, 384, 256, 8, 4, Routing::kRandom, Launch{.nb = 2, .pipelined = true});
+    check(f, 5, 256, 128, 8, 4);
+    check(f, 77, 256, 128, 8, 3);  // apart: the shared expert's sum keeps the NaN rows
+    bad_every_ = 0;
+  }
+  check(Fmt::kBf16, 700, 256, 128, 4, 2, Routing::kRandom, Launch{.nb = 8, .tc = true});
+  prepare_ = true;  // apart (T > moe_shared_fold_max_tokens), packed
+  for (Fmt f : kFmts) check(f, 300, 384, 256, 8, 4);
+  prepare_ = false;
+  shared_ = 2;  // 2 I: not the routed shape, runs alone in the grouped kernels
+  for (Fmt f : kFmts) {
+    check(f, 5, 256, 128, 16, 4);
+    check(f, 300, 256, 128, 16, 4);
+    prepare_ = true;
+    check(f, 64, 384, 256, 8, 4);
+    prepare_ = false;
+  }
+  shared_ = 1;  // D 192: not a multiple of NVFP4's 128-k step, the token-major kernels
+  check(Fmt::kNvfp4, 9, 192, 64, 8, 2);
+  shared_ = 0;
+}
+
+// Small shared-expert cases for compute-sanitizer (scripts/gpu-test.sh runs memcheck and
+// racecheck on this test): the folded slot through CudaOps and a stream-K ring, the shared
+// expert alone (2 I; T 60: its stream-K ring launch), the token-major path's linear.
+TEST_F(MoeGroupedTest, SharedExpertSmall) {
+  shared_ = 1;
+  for (Fmt f : kFmts) {
+    check(f, 5, 256, 128, 16, 4);
+    sm_override_ = 7;
+    check(f, 9, 384, 256, 8, 2, Routing::kRandom,
+          Launch{.nb = 2, .warps_per_cta = 4, .ctas_per_sm = 2, .pipelined = true});
+    sm_override_ = 0;
+  }
+  shared_ = 2;
+  check(Fmt::kNvfp4, 3, 256, 128, 8, 2);
+  check(Fmt::kBf16, 60, 256, 128, 8, 2);
+  shared_ = 1;
+  check(Fmt::kNvfp4, 5, 192, 64, 8, 2);
+  shared_ = 0;
+}
+
 // At many tokens per expert the heuristic takes the tc GEMM (BF16) and CudaOps runs it.
 TEST_F(MoeGroupedTest, HeuristicTakesTileGemm) {
   const MoeShape s{2048, 256, 128, 8, 2, GroupedFmt::kBf16};
@@ -480,10 +580,10 @@ TEST_F(MoeGroupedTest, PrepareExpertsPacksSharedMatricesOnce) {
     for (int64_t k = 0; k < K; ++k) ids[t * K + k] = static_cast<int32_t>((t + 2 * k) % E);
   Tensor ids_h = i32(ids, {T, K}), wts = randn({T, K}, 6, 0.5f);
   Tensor want = Tensor::empty({T, D}, DType::kF32);
-  ref_.moe_experts(want.view(), x.view(), ids_h.view(), wts.view(), ew_h);
+  ref_.moe_experts(want.view(), x.view(), ids_h.view(), wts.view(), ew_h, nullptr);
   TensorView xd = dev_->to_device(x), idd = dev_->to_device(ids_h), wd = dev_->to_device(wts);
   for (int round = 0; round < 2; ++round) {
-    ops_->prepare_experts(ew_d, D);
+    ops_->prepare_experts(ew_d, nullptr, D);
     for (const ops::ExpertWeights& ew : ew_d) EXPECT_EQ(ew.down.layout, ops::WeightLayout::kPacked);
     GroupedExperts ge;
     std::string why;
@@ -507,7 +607,7 @@ TEST_F(MoeGroupedTest, PrepareExpertsPacksSharedMatricesOnce) {
     l.nb = 1;
     EXPECT_FALSE(grouped_pipe_bulk(ge.gate_up, l));
     TensorView y = dev_->poisoned({T, D}, DType::kF32);
-    ops_->moe_experts(y, xd, idd, wd, ew_d);
+    ops_->moe_experts(y, xd, idd, wd, ew_d, nullptr);
     EXPECT_LE(rel_error(dev_->to_host(y), want), kTolGrouped) << "round " << round;
   }
 }

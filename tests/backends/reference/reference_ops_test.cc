@@ -72,6 +72,51 @@ TEST(ReferenceOpsDeathTest, RefusesPackedWeights) {
   EXPECT_DEATH(ops.linear(y.view(), x.view(), d), "packed layout");
 }
 
+// moe_experts against the experts computed one by one with linear / silu_mul: the routed sum,
+// and with a shared expert (another width, weight 1) that sum plus the shared MLP.
+TEST_F(ReferenceOpsTest, MoeExpertsIsTheWeightedSumOfSwigluExperts) {
+  const int64_t T = 3, D = 12, I = 5, Is = 7, E = 4, K = 2;
+  std::vector<Tensor> mats;
+  auto mlp = [&](int64_t width, uint32_t seed) {
+    mats.push_back(randn({width, D}, seed, 0.3f));
+    mats.push_back(randn({width, D}, seed + 1, 0.3f));
+    mats.push_back(randn({D, width}, seed + 2, 0.3f));
+    const size_t n = mats.size();
+    return ops::ExpertWeights{ops::Weight(mats[n - 3].cview()), ops::Weight(mats[n - 2].cview()),
+                              ops::Weight(mats[n - 1].cview())};
+  };
+  std::vector<ops::ExpertWeights> experts;
+  for (int64_t e = 0; e < E; ++e) experts.push_back(mlp(I, 10 + 3 * e));
+  const ops::ExpertWeights shared = mlp(Is, 99);
+  Tensor x = randn({T, D}, 5), wts = randn({T, K}, 6);
+  Tensor ids = i32({3, 0, 1, 3, 2, 1}, {T, K});
+  // y = sum over (expert, weight) pairs of weight * down(silu(gate x) * up x), row by row.
+  auto expect = [&](const ops::ExpertWeights& ew, int64_t t, float wk, std::vector<double>& acc) {
+    const int64_t w = ew.gate.rows();
+    Tensor xr = Tensor::empty({1, D}, DType::kF32), g = Tensor::empty({1, w}, DType::kF32),
+           u = Tensor::empty({1, w}, DType::kF32), o = Tensor::empty({1, D}, DType::kF32);
+    std::copy_n(x.data<float>() + t * D, D, xr.data<float>());
+    ops.linear(g.view(), xr.view(), ew.gate);
+    ops.linear(u.view(), xr.view(), ew.up);
+    ops.silu_mul(g.view(), g.view(), u.view());
+    ops.linear(o.view(), g.view(), ew.down);
+    for (int64_t d = 0; d < D; ++d) acc[d] += wk * o.data<float>()[d];
+  };
+  for (const ops::ExpertWeights* sh : {static_cast<const ops::ExpertWeights*>(nullptr), &shared}) {
+    Tensor y = Tensor::empty({T, D}, DType::kF32);
+    ops.moe_experts(y.view(), x.view(), ids.view(), wts.view(), experts, sh);
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<double> acc(D, 0.0);
+      for (int64_t k = 0; k < K; ++k)
+        expect(experts[ids.data<int32_t>()[t * K + k]], t, wts.data<float>()[t * K + k], acc);
+      if (sh) expect(*sh, t, 1.f, acc);
+      for (int64_t d = 0; d < D; ++d)
+        EXPECT_NEAR(y.data<float>()[t * D + d], acc[d], 1e-5 * (1 + std::fabs(acc[d])))
+            << "t " << t << " d " << d << (sh ? " with" : " without") << " the shared expert";
+    }
+  }
+}
+
 // Grouped routing: 8 experts in 4 groups, 2 groups kept. Expert 7 has the best single score
 // but its group (3) loses on the sum of its top-2, so it must not be chosen.
 TEST_F(ReferenceOpsTest, GroupLimitedRoutingFollowsGroupScores) {

@@ -194,6 +194,29 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   return l;
 }
 
+int64_t moe_shared_fold_max_tokens(const MoeDeviceLimits& lim, GroupedFmt f) {
+  const GroupedLaunch l = moe_launch(MoeKernelConfig{1, 4, 2, false}, lim, f);
+  const int64_t hybrid = l.wgmma_min_tokens > 0   ? l.wgmma_min_tokens
+                         : f == GroupedFmt::kBf16 ? static_cast<int64_t>(kWgmmaMinTokensBf16)
+                                                  : static_cast<int64_t>(kWgmmaMinTokensQuant);
+  return hybrid - 1;
+}
+
+GroupedLaunch moe_shared_alone_launch(int64_t T, int64_t D, int64_t I, GroupedFmt f,
+                                      const MoeDeviceLimits& lim) {
+  if (T < 256) {
+    const int nb = T <= 8 ? 1 : T <= 16 ? 2 : 4;
+    for (const MoeKernelConfig& c :
+         {MoeKernelConfig{nb, 4, 3, true}, MoeKernelConfig{nb, 4, 2, true}})
+      if (moe_config_fits(c, f, lim)) {
+        GroupedLaunch l = moe_launch(c, lim, f);
+        l.wgmma_min_tokens = 0;
+        return l;
+      }
+  }
+  return moe_launch(moe_heuristic_config(MoeShape{T, D, I, 1, 1, f}, lim), lim, f);
+}
+
 GroupedSkSizes moe_sk_sizes(const std::vector<MoeKernelConfig>& configs, const MoeDeviceLimits& lim,
                             GroupedFmt f) {
   GroupedSkSizes m;

@@ -93,8 +93,8 @@ __global__ void __launch_bounds__(kGroupThreads)
         wcnt[i / kMaxGroupedExperts][i % kMaxGroupedExperts] = 0;
     __syncthreads();
     for (int64_t s = threadIdx.x; s < TK; s += blockDim.x) {
-      const int32_t e = p.ids[(s / p.K) * p.ids_stride + s % p.K];
-      if (e >= 0 && e < p.E) atomicAdd(&cnt[e], 1);
+      const int32_t e = slot_expert(p, s);
+      if (e >= 0) atomicAdd(&cnt[e], 1);
     }
     __syncthreads();
     // E <= kMaxGroupedExperts == kGroupThreads: one expert per thread.
@@ -125,8 +125,7 @@ __global__ void __launch_bounds__(kGroupThreads)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (one_round) {  // decode batches up to 32 slots: one warp, no block barriers
       if (warp == 0) {
-        int32_t ee = lane < TK ? p.ids[(lane / p.K) * p.ids_stride + lane % p.K] : -1;
-        if (ee < 0 || ee >= p.E) ee = -1;
+        const int32_t ee = lane < TK ? slot_expert(p, lane) : -1;
         const unsigned same = __match_any_sync(0xffffffffu, ee);
         if (ee >= 0) p.sorted_slot[off[ee] + __popc(same & ((1u << lane) - 1u))] = lane;
       }
@@ -134,8 +133,7 @@ __global__ void __launch_bounds__(kGroupThreads)
     }
     for (int64_t base = 0; base < TK; base += blockDim.x) {
       const int64_t s = base + threadIdx.x;
-      int32_t ee = s < TK ? p.ids[(s / p.K) * p.ids_stride + s % p.K] : -1;
-      if (ee < 0 || ee >= p.E) ee = -1;
+      const int32_t ee = s < TK ? slot_expert(p, s) : -1;
       const unsigned same = __match_any_sync(0xffffffffu, ee);
       const bool leader = lane == __ffs(same) - 1;
       if (ee >= 0 && leader) wcnt[warp][ee] = __popc(same);
@@ -157,6 +155,9 @@ __global__ void __launch_bounds__(kGroupThreads)
   for (int64_t u = static_cast<int64_t>(blockIdx.x - 1) * blockDim.x + threadIdx.x;
        u < p.zero_count; u += static_cast<int64_t>(gridDim.x - 1) * blockDim.x)
     p.zero[u] = 0;
+  for (int64_t u = static_cast<int64_t>(blockIdx.x - 1) * blockDim.x + threadIdx.x; u < p.T * p.K;
+       u += static_cast<int64_t>(gridDim.x - 1) * blockDim.x)
+    p.slot_w[u] = slot_route_weight(p, u);
   const GroupedFmt fmt = static_cast<GroupedFmt>(p.fmt);
   const bool f16 = fmt != GroupedFmt::kBf16;
   const int64_t per_row = p.D / 8, n = p.T * per_row;
@@ -361,7 +362,7 @@ __device__ __forceinline__ void epilogue(const MoeGemmParams& p, const Item<NB>&
         const int col = nb * 8 + 2 * c + j;
         if (col >= it.cnt) continue;
         const int64_t slot = p.sorted_slot[it.pos0 + col];
-        const float wv = p.route_w[(slot / p.K) * p.route_w_stride + slot % p.K] * gsc[0];
+        const float wv = p.slot_w[slot] * gsc[0];
 #pragma unroll
         for (int t = 0; t < 2; ++t)
 #pragma unroll
@@ -693,16 +694,18 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
 
 __global__ void __launch_bounds__(256)
     moe_combine_kernel(float* y, int64_t y_stride, const float* out, const int32_t* ids,
-                       int64_t ids_stride, int64_t T, int64_t D, int64_t K, int64_t E) {
+                       int64_t ids_stride, int64_t T, int64_t D, int64_t K, int64_t E, bool shared,
+                       bool accumulate) {
   const int64_t per_row = D / 4, n = T * per_row;
   for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < n;
        u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t t = u / per_row, q = u % per_row;
     float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
     bool bad = false;
+    const int64_t routed = shared ? K - 1 : K, routed_e = shared ? E - 1 : E;
     for (int64_t k = 0; k < K; ++k) {
-      const int32_t e = ids[t * ids_stride + k];
-      if (e < 0 || e >= E) {
+      const int32_t e = k < routed ? ids[t * ids_stride + k] : -1;  // -1: the shared slot
+      if (k < routed && (e < 0 || e >= routed_e)) {
         bad = true;
         continue;
       }
@@ -710,7 +713,12 @@ __global__ void __launch_bounds__(256)
       s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
     }
     if (bad) s = make_float4(NAN, NAN, NAN, NAN);
-    reinterpret_cast<float4*>(y + t * y_stride)[q] = s;
+    float4* yq = reinterpret_cast<float4*>(y + t * y_stride) + q;
+    if (accumulate) {
+      const float4 a = *yq;
+      s.x += a.x, s.y += a.y, s.z += a.z, s.w += a.w;
+    }
+    *yq = s;
   }
 }
 

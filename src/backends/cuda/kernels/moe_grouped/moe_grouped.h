@@ -1,10 +1,15 @@
 // Grouped routed experts (expert-major): tokens are grouped by expert on the device, then each
 // touched expert's weights are streamed once per tile of up to 8*NB of its tokens.
 //   1. moe_group:   xa = activations of x in the GEMM input type; counts, offsets and the tile
-//                   list (expert, first position, tokens) of the grouped order, all on device.
+//                   list (expert, first position, tokens) of the grouped order, all on device;
+//                   slot_w = the routing weight of every slot.
 //   2. gate_up:     h[pos, :] = silu(gate_e xa[tok]) * (up_e xa[tok])   (e, tok of position pos)
-//   3. down:        out[slot, :] = w[slot] * down_e h[pos]              (slot = t*K + k)
+//   3. down:        out[slot, :] = slot_w[slot] * down_e h[pos]         (slot = t*K + k)
 //   4. combine:     y[t, :] = sum_k out[t*K + k, :]
+// A shared expert (always active, weight 1) can ride along as one more expert: with `shared` set,
+// expert E-1 is the shared one and every token has K = (routed experts per token) + 1 slots, the
+// last one (k = K-1) on the shared expert with weight 1; ids and routing weights keep their K-1
+// routed columns. One group / gate_up / down / combine sequence then computes the whole layer.
 // No host synchronisation and fixed grids, so the whole sequence is CUDA-graph capturable.
 // Deterministic: every output element is written once by one thread, no atomics on values. The
 // pipelined GEMMs split the last round of work items over all warps (stream-K, see the .cuh):
@@ -87,7 +92,8 @@ struct MoeGroupParams {
   int64_t x_stride = 0;
   const int32_t* ids = nullptr;  // [T, K]
   int64_t ids_stride = 0;
-  int64_t T = 0, D = 0, K = 0, E = 0;
+  int64_t T = 0, D = 0, K = 0, E = 0;  // K: slots per token; E: experts (shared included)
+  bool shared = false;             // expert E-1 is the shared expert, on slot K-1 of every token
   int fmt = 0;                     // GroupedFmt: activation type and k-order of xa
   int tile_tokens = 8;             // tokens per tile
   void* xa = nullptr;              // out [T, D] bf16 / f16
@@ -104,6 +110,9 @@ struct MoeGroupParams {
   // Zeroed by the kernel (the stream-K arrival counters of the GEMMs that follow).
   int32_t* zero = nullptr;
   int64_t zero_count = 0;
+  const float* route_w = nullptr;  // [T, K] routing weights; [T, K-1] with `shared`
+  int64_t route_w_stride = 0;
+  float* slot_w = nullptr;  // out [T*K]: routing weight of each slot (1 on the shared expert's)
 };
 
 struct MoeGemmParams {
@@ -116,9 +125,8 @@ struct MoeGemmParams {
   const int32_t* sorted_slot = nullptr;
   const int32_t* tiles = nullptr;
   const int32_t* num_tiles = nullptr;
-  const float* route_w = nullptr;  // [T, K] routing weights (down)
-  int64_t route_w_stride = 0;
-  void* out = nullptr;  // gate_up: h [T*K, I] (bf16/f16); down: out [T*K, D] f32
+  const float* slot_w = nullptr;  // [T*K] routing weight per slot (down; moe_group writes it)
+  void* out = nullptr;            // gate_up: h [T*K, I] (bf16/f16); down: out [T*K, D] f32
   // Per expert: matrix 0 = gate (gate_up) or down, matrix 1 = up (gate_up only).
   const void* w[2][kMaxGroupedExperts] = {};
   // fp8: [N/128, Kd/128] f32; nvfp4: [N, Kd/16] e4m3
@@ -171,9 +179,11 @@ void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream
 // A GPU test holds MoeKernelConfig::regs_per_thread's table to these.
 int grouped_gemm_regs(GroupedFmt f, const GroupedLaunch& l);
 int grouped_tile_gemm_regs(GroupedFmt f, const GroupedLaunch& l);
-// y[t, :] = sum_k out[t*K + k, :]; NaN rows where an expert id is out of range.
+// y[t, :] = sum_k out[t*K + k, :] (accumulate: y[t, :] += ...); NaN rows where an expert id is
+// out of range. With `shared`, ids has K-1 columns of routed ids in [0, E-1) and slot K-1 is the
+// shared expert's.
 void launch_moe_combine(float* y, int64_t y_stride, const float* out, const int32_t* ids,
-                        int64_t ids_stride, int64_t T, int64_t D, int64_t K, int64_t E,
-                        Stream stream);
+                        int64_t ids_stride, int64_t T, int64_t D, int64_t K, int64_t E, bool shared,
+                        bool accumulate, Stream stream);
 
 }  // namespace moe::cuda

@@ -15,36 +15,55 @@ struct Mat {
   bool packed;  // data (and nvfp4 scales) in the packed layout
 };
 
-// Validates one matrix [N, Kd] of format f and returns its pointers.
-Mat matrix(const ops::Weight& w, GroupedFmt f, int64_t N, int64_t Kd, const char* what, int64_t e) {
-  MOE_CHECK(w.rows() == N && w.cols() == Kd && w.data.is_contiguous())
-      << "moe_experts: expert " << e << " " << what << " " << w.data.shape().to_string()
-      << " (expected " << N << " x " << Kd << ", contiguous)";
-  const bool packed = w.layout == ops::WeightLayout::kPacked;
+// Empty if w is a contiguous [N, Kd] matrix of format f; else what differs.
+std::string mismatch(const ops::Weight& w, GroupedFmt f, int64_t N, int64_t Kd) {
+  if (w.rows() != N || w.cols() != Kd || !w.data.is_contiguous())
+    return w.data.shape().to_string() + " (expected " + std::to_string(N) + " x " +
+           std::to_string(Kd) + ", contiguous)";
   switch (f) {
     case GroupedFmt::kBf16:
-      MOE_CHECK(w.format == ops::WeightFormat::kDense && w.data.dtype() == DType::kBF16)
-          << "moe_experts: expert " << e << " " << what << " is not BF16 like expert 0";
-      return {w.data.raw(), nullptr, 1.f, packed};
+      if (w.format == ops::WeightFormat::kDense && w.data.dtype() == DType::kBF16) return {};
+      return "is not BF16";
     case GroupedFmt::kFp8Block:
-      MOE_CHECK(w.format == ops::WeightFormat::kFp8Block && w.data.dtype() == DType::kF8E4M3 &&
-                w.block == 128 && w.scale.dtype() == DType::kF32 && w.scale.is_contiguous() &&
-                w.scale.rank() == 2 && w.scale.dim(0) == (N + 127) / 128 &&
-                w.scale.dim(1) == (Kd + 127) / 128)
-          << "moe_experts: expert " << e << " " << what << " fp8 block weight "
-          << w.data.shape().to_string() << " scale " << w.scale.shape().to_string() << " block "
-          << w.block << " (expected F8_E4M3 data, F32 scale per 128 x 128)";
-      return {w.data.raw(), w.scale.raw(), 1.f, packed};
+      if (w.format == ops::WeightFormat::kFp8Block && w.data.dtype() == DType::kF8E4M3 &&
+          w.block == 128 && w.scale.dtype() == DType::kF32 && w.scale.is_contiguous() &&
+          w.scale.rank() == 2 && w.scale.dim(0) == (N + 127) / 128 &&
+          w.scale.dim(1) == (Kd + 127) / 128)
+        return {};
+      return "fp8 block weight " + w.data.shape().to_string() + " scale " +
+             w.scale.shape().to_string() + " block " + std::to_string(w.block) +
+             " (expected F8_E4M3 data, F32 scale per 128 x 128)";
     case GroupedFmt::kNvfp4:
-      MOE_CHECK(w.format == ops::WeightFormat::kNvfp4 && w.data.dtype() == DType::kU8 &&
-                w.scale.dtype() == DType::kF8E4M3 && w.scale.is_contiguous() &&
-                w.scale.rank() == 2 && w.scale.dim(0) == N && w.scale.dim(1) * 16 == Kd)
-          << "moe_experts: expert " << e << " " << what << " nvfp4 weight "
-          << w.data.shape().to_string() << " scale " << w.scale.shape().to_string()
-          << " (expected U8 [N, K/2] data, F8_E4M3 [N, K/16] scale)";
-      return {w.data.raw(), w.scale.raw(), w.global_scale, packed};
+      if (w.format == ops::WeightFormat::kNvfp4 && w.data.dtype() == DType::kU8 &&
+          w.scale.dtype() == DType::kF8E4M3 && w.scale.is_contiguous() && w.scale.rank() == 2 &&
+          w.scale.dim(0) == N && w.scale.dim(1) * 16 == Kd)
+        return {};
+      return "nvfp4 weight " + w.data.shape().to_string() + " scale " +
+             w.scale.shape().to_string() + " (expected U8 [N, K/2] data, F8_E4M3 [N, K/16] scale)";
   }
-  return {};
+  return "unknown format";
+}
+
+// Validates one matrix [N, Kd] of format f (like expert 0's) and returns its pointers.
+Mat matrix(const ops::Weight& w, GroupedFmt f, int64_t N, int64_t Kd, const char* what, int64_t e) {
+  const std::string bad = mismatch(w, f, N, Kd);
+  MOE_CHECK(bad.empty()) << "moe_experts: expert " << e << " " << what << " " << bad
+                         << " (all experts must match expert 0)";
+  return {w.data.raw(), w.scale.raw(), f == GroupedFmt::kNvfp4 ? w.global_scale : 1.f,
+          w.layout == ops::WeightLayout::kPacked};
+}
+
+// Expert e's pointers in the tables.
+void put_expert(GroupedExperts* out, int64_t e, const Mat& g, const Mat& u, const Mat& d) {
+  out->gate_up.w[0][e] = g.data;
+  out->gate_up.s[0][e] = g.scale;
+  out->gate_up.gs[0][e] = g.gs;
+  out->gate_up.w[1][e] = u.data;
+  out->gate_up.s[1][e] = u.scale;
+  out->gate_up.gs[1][e] = u.gs;
+  out->down.w[0][e] = d.data;
+  out->down.s[0][e] = d.scale;
+  out->down.gs[0][e] = d.gs;
 }
 
 }  // namespace
@@ -111,18 +130,55 @@ bool resolve_grouped_experts(std::span<const ops::ExpertWeights> experts, int64_
     MOE_CHECK(g.packed == out->gate_up.packed && u.packed == g.packed && d.packed == g.packed)
         << "moe_experts: expert " << e << " mixes packed and row-major weights (expert 0: "
         << (out->gate_up.packed ? "packed" : "row-major") << ")";
-    out->gate_up.w[0][e] = g.data;
-    out->gate_up.s[0][e] = g.scale;
-    out->gate_up.gs[0][e] = g.gs;
-    out->gate_up.w[1][e] = u.data;
-    out->gate_up.s[1][e] = u.scale;
-    out->gate_up.gs[1][e] = u.gs;
-    out->down.w[0][e] = d.data;
-    out->down.s[0][e] = d.scale;
-    out->down.gs[0][e] = d.gs;
+    put_expert(out, e, g, u, d);
   }
   out->gate_up.weight_align = out->down.weight_align =
       std::min(grouped_weight_align(out->gate_up), grouped_weight_align(out->down));
+  return true;
+}
+
+bool add_grouped_shared_expert(const ops::ExpertWeights& s, GroupedExperts* ge, std::string* why) {
+  if (ge->shared) {
+    *why = "a shared expert is already in the tables";
+    return false;
+  }
+  if (ge->E + 1 > kMaxGroupedExperts) {
+    *why = std::to_string(ge->E) + " routed experts leave no room for the shared one";
+    return false;
+  }
+  const int64_t E = ge->E;
+  const ops::Weight* m[3] = {&s.gate, &s.up, &s.down};
+  const char* names[3] = {"gate", "up", "down"};
+  for (int i = 0; i < 3; ++i) {
+    const bool down = i == 2;
+    std::string bad = mismatch(*m[i], ge->fmt, down ? ge->D : ge->I, down ? ge->I : ge->D);
+    if (bad.empty() && (m[i]->layout == ops::WeightLayout::kPacked) != ge->gate_up.packed)
+      bad = std::string(ge->gate_up.packed ? "row-major" : "packed") + " (routed: the other)";
+    if (!bad.empty()) {
+      const char* fmt = ge->fmt == GroupedFmt::kBf16       ? "BF16"
+                        : ge->fmt == GroupedFmt::kFp8Block ? "FP8 block-128"
+                                                           : "NVFP4";
+      *why = std::string("shared expert ") + names[i] + " " + bad + "; routed experts: " + fmt +
+             ", I " + std::to_string(ge->I) + ", D " + std::to_string(ge->D);
+      return false;
+    }
+  }
+  const Mat g = matrix(s.gate, ge->fmt, ge->I, ge->D, "gate", E);
+  const Mat u = matrix(s.up, ge->fmt, ge->I, ge->D, "up", E);
+  const Mat d = matrix(s.down, ge->fmt, ge->D, ge->I, "down", E);
+  put_expert(ge, E, g, u, d);
+  ge->E = E + 1;
+  ge->shared = true;
+  ge->gate_up.weight_align = ge->down.weight_align =
+      std::min(grouped_weight_align(ge->gate_up), grouped_weight_align(ge->down));
+  return true;
+}
+
+bool resolve_grouped_shared_alone(const ops::ExpertWeights& s, int64_t D, GroupedExperts* out,
+                                  std::string* why) {
+  if (!resolve_grouped_experts(std::span<const ops::ExpertWeights>(&s, 1), D, out, why))
+    return false;
+  out->shared = true;  // expert 0 = E-1 takes every token's only slot
   return true;
 }
 
@@ -141,8 +197,12 @@ int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens) {
 void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, const float* x,
                          int64_t x_stride, const int32_t* ids, int64_t ids_stride,
                          const float* route_w, int64_t route_w_stride, int64_t T, int64_t K,
-                         const GroupedScratch& s, const GroupedLaunch& l, Stream stream) {
+                         const GroupedScratch& s, const GroupedLaunch& l, Stream stream,
+                         bool accumulate) {
   if (T == 0) return;
+  const int64_t KS = ge.slots(K);  // slots per token
+  MOE_CHECK(s.xa && s.sorted_slot && s.tiles && s.num_tiles && s.h && s.out && s.slot_w)
+      << "moe_experts: GroupedScratch needs xa, sorted_slot, tiles, num_tiles, h, out, slot_w";
   MoeGroupParams gp;
   gp.x = x;
   gp.x_stride = x_stride;
@@ -150,15 +210,19 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   gp.ids_stride = ids_stride;
   gp.T = T;
   gp.D = ge.D;
-  gp.K = K;
+  gp.K = KS;
   gp.E = ge.E;
+  gp.shared = ge.shared;
   gp.fmt = static_cast<int>(ge.fmt);
   gp.tile_tokens = 8 * l.nb;
+  gp.route_w = route_w;
+  gp.route_w_stride = route_w_stride;
+  gp.slot_w = s.slot_w;
   gp.xa = s.xa;
   gp.sorted_slot = s.sorted_slot;
   gp.tiles = s.tiles;
   gp.num_tiles = s.num_tiles;
-  gp.max_tiles = list_tiles(T * K, ge.E, gp.tile_tokens);
+  gp.max_tiles = list_tiles(T * KS, ge.E, gp.tile_tokens);
   // Hybrid: experts with many tokens of this call go to the warpgroup-MMA GEMM (no expert can
   // reach the threshold when T is below it: each token picks an expert once).
   const bool hybrid = !l.tc && l.wgmma_min_tokens > 0 && T >= l.wgmma_min_tokens;
@@ -185,7 +249,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   lb.pipelined = false;
   lb.tc = lb.wgmma = true;
   auto gemm = [&](MoeGemmParams& p, int32_t* sk_counters) {
-    p.K = K;
+    p.K = KS;
     p.sk_counters = sk_counters;
     p.sk_partials = s.sk_partials;
     p.sorted_slot = s.sorted_slot;
@@ -204,12 +268,12 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   gemm(p1, s.sk_counters);
   MoeGemmParams p2 = ge.down;
   p2.act = s.h;
-  p2.route_w = route_w;
-  p2.route_w_stride = route_w_stride;
+  p2.slot_w = s.slot_w;
   p2.out = s.out;
   gemm(p2, sk.warps > 0 ? s.sk_counters + sk.warps : nullptr);
 
-  launch_moe_combine(y, y_stride, s.out, ids, ids_stride, T, ge.D, K, ge.E, stream);
+  launch_moe_combine(y, y_stride, s.out, ids, ids_stride, T, ge.D, KS, ge.E, ge.shared, accumulate,
+                     stream);
 }
 
 }  // namespace moe::cuda

@@ -14,7 +14,10 @@ namespace moe::cuda {
 // Weights of all experts of one layer in kernel form (pointers into the weights' memory).
 struct GroupedExperts {
   GroupedFmt fmt = GroupedFmt::kBf16;
-  int64_t D = 0, I = 0, E = 0;
+  int64_t D = 0, I = 0, E = 0;  // E: experts in the tables (the shared one included)
+  bool shared = false;          // expert E-1 is the shared expert (add_grouped_shared_expert)
+  // Slots per token of a call whose ids have K routed columns.
+  int64_t slots(int64_t K) const { return K + (shared ? 1 : 0); }
   MoeGemmParams gate_up;  // w[0]/w[1] = gate/up per expert (+ scales)
   MoeGemmParams down;     // w[0] = down per expert (+ scales)
 };
@@ -30,26 +33,40 @@ int grouped_weight_align(const MoeGemmParams& p);
 bool resolve_grouped_experts(std::span<const ops::ExpertWeights> experts, int64_t D,
                              GroupedExperts* out, std::string* why);
 
+// Appends the shared expert `s` (always active, weight 1) to resolved routed experts as expert E
+// if it has their shape, format and layout and the tables have room; else false with the reason in
+// *why (the caller then runs it on its own). Never fails a check.
+bool add_grouped_shared_expert(const ops::ExpertWeights& s, GroupedExperts* ge, std::string* why);
+
+// The shared expert `s` alone (expert 0, the shared one: calls pass K = 0 routed columns, every
+// token has one slot on it with weight 1), for calls that run it apart from the routed experts.
+// False with the reason if the grouped kernels do not take it.
+bool resolve_grouped_shared_alone(const ops::ExpertWeights& s, int64_t D, GroupedExperts* out,
+                                  std::string* why);
+
 struct GroupedScratch {
   void* xa = nullptr;              // [T, D] 16-bit
-  int32_t* sorted_slot = nullptr;  // [T*K]
+  int32_t* sorted_slot = nullptr;  // [T*slots] (GroupedExperts::slots)
   int32_t* tiles = nullptr;        // [grouped_max_tiles(...), 4]
   int32_t* num_tiles = nullptr;    // [2]: streaming tiles, big (warpgroup-MMA) tiles
-  void* h = nullptr;               // [T*K, I] 16-bit
-  float* out = nullptr;            // [T*K, D]
+  void* h = nullptr;               // [T*slots, I] 16-bit
+  float* out = nullptr;            // [T*slots, D]
   // Stream-K workspace of the pipelined GEMMs (sizes: grouped_sk_sizes(launch); none needed
   // otherwise): counters() int32 (zeroed by the group kernel) and partial_floats f32.
   int32_t* sk_counters = nullptr;
   float* sk_partials = nullptr;
+  float* slot_w = nullptr;  // [T*slots] f32: routing weight per slot
 };
 // Rows of GroupedScratch::tiles for tile_tokens-wide tiles (with the hybrid's big-tile list).
 int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens);
 
-// y[t] = sum_k weights[t, k] * E_{ids[t, k]}(x[t]). x, y: [T, D] f32 (row strides x_stride,
-// y_stride), ids/route_w: [T, K]. Asynchronous on `stream`; no host synchronisation.
+// y[t] = sum_k weights[t, k] * E_{ids[t, k]}(x[t]) (+ the shared expert's S(x[t]) if ge.shared).
+// x, y: [T, D] f32 (row strides x_stride, y_stride), ids/route_w: [T, K] (routed experts only).
+// Asynchronous on `stream`; no host synchronisation. accumulate: y += that sum.
 void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, const float* x,
                          int64_t x_stride, const int32_t* ids, int64_t ids_stride,
                          const float* route_w, int64_t route_w_stride, int64_t T, int64_t K,
-                         const GroupedScratch& s, const GroupedLaunch& l, Stream stream);
+                         const GroupedScratch& s, const GroupedLaunch& l, Stream stream,
+                         bool accumulate = false);
 
 }  // namespace moe::cuda

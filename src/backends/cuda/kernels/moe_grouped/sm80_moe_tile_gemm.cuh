@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(kThreads, 2)
           }
         } else {
           const int64_t slot = p.sorted_slot[pos0 + tok];
-          const float wv = p.route_w[(slot / p.K) * p.route_w_stride + slot % p.K];
+          const float wv = p.slot_w[slot];
           float* o = static_cast<float*>(p.out) + slot * p.N + nblk * kBN + wn * 32 + 2 * c;
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt)

@@ -410,7 +410,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       } else {
         const int64_t slot = p.sorted_slot[done.pos0 + tok];
-        const float wv = p.route_w[(slot / p.K) * p.route_w_stride + slot % p.K] * gsc[0];
+        const float wv = p.slot_w[slot] * gsc[0];
         float* o = static_cast<float*>(p.out) + slot * p.N + done.nblk * BN + 2 * c;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j)
