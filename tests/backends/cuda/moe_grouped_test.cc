@@ -119,11 +119,13 @@ class MoeGroupedTest : public ::testing::Test {
       for (const ops::ExpertWeights& ew : ew_d)
         for (const ops::Weight* w : {&ew.gate, &ew.up, &ew.down})
           EXPECT_EQ(w->layout, want_layout) << name(f);
-      if (shd)  // packed when the grouped kernels run it (with the routed experts or alone)
-        for (const ops::Weight* w : {&sh_d.gate, &sh_d.up, &sh_d.down})
+      if (shd) {  // packed when the grouped kernels run it (with the routed experts or alone)
+        for (const ops::Weight* w : {&sh_d.gate, &sh_d.up, &sh_d.down}) {
           EXPECT_EQ(w->layout,
                     shared_grouped ? ops::WeightLayout::kPacked : ops::WeightLayout::kRowMajor)
               << name(f) << " shared " << shared_;
+        }
+      }
     }
     Tensor x = randn({T, D}, 7 + T);
     std::vector<int32_t> ids(T * K);
