@@ -230,6 +230,23 @@ TEST(MoeConfig, HeuristicNvfp4TakesTheCpAsyncRing) {
     EXPECT_FALSE(moe_heuristic_config({4, 6144, 256, 256, 8, f}, sm90).pipelined);
     EXPECT_FALSE(moe_heuristic_config({1, 6144, 2048, 256, 8, f}, sm90).pipelined);
   }
+  // BF16 streaming: 3 CTAs per SM where that takes one round of gate_up items fewer than 2 (the
+  // shared expert folded at T 1: 9 x 128 = 1,152 items, 1,056 warps with 2 CTAs, 1,584 with 3;
+  // T 2: ~17 experts); 2 otherwise (routed only at T 1: 1,024 items; T 4: ~32 experts, > 3
+  // rounds).
+  EXPECT_EQ(moe_heuristic_config({1, 6144, 2048, 257, 9, GroupedFmt::kBf16}, sm90),
+            (MoeKernelConfig{1, 4, 3, false}));
+  EXPECT_EQ(moe_heuristic_config({2, 7168, 2048, 257, 9, GroupedFmt::kBf16}, sm90),
+            (MoeKernelConfig{1, 4, 3, false}));
+  EXPECT_EQ(moe_heuristic_config({1, 6144, 2048, 256, 8, GroupedFmt::kBf16}, sm90),
+            (MoeKernelConfig{1, 4, 2, false}));
+  EXPECT_EQ(moe_heuristic_config({4, 6144, 2048, 257, 9, GroupedFmt::kBf16}, sm90),
+            (MoeKernelConfig{1, 4, 2, false}));
+  EXPECT_EQ(moe_heuristic_config({1, 6144, 2048, 257, 9, GroupedFmt::kFp8Block}, sm90),
+            (MoeKernelConfig{1, 4, 2, false}));  // FP8 streaming does not fit 3 per SM
+  EXPECT_TRUE(
+      moe_config_fits(moe_heuristic_config({1, 6144, 2048, 257, 9, GroupedFmt::kBf16}, sm120),
+                      GroupedFmt::kBf16, sm120));
 }
 
 // The stream-K workspace of a set of configurations is the largest of them: one counter per

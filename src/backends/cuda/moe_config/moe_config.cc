@@ -150,6 +150,14 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
     order = {{c.nb, 4, few, true}, {c.nb, 8, 2, true}, {c.nb, 4, 2, true}};
   } else if (!nvfp4 && c.nb <= 2 && items <= 2.0 * sms) {
     order = {{c.nb, 4, 3, true}, {c.nb, 4, 2, false}};
+  } else if (bf16 && c.nb == 1 && items > 8.0 * sms && items <= 24.0 * sms &&
+             std::ceil(items / (12.0 * sms)) < std::ceil(items / (8.0 * sms))) {
+    // A few rounds of items where three 4-warp CTAs per SM take one round fewer than two
+    // (2026-12-01, session 9, forced 4 x 2 against 4 x 3: GLM-5 / DeepSeek-V3 with the shared
+    // expert folded, T 1 (9 experts' 1,152 items) 213.6 / 242.9 -> 200.0 / 223.1 us, T 2 369.3 /
+    // 413.6 -> 342.8 / 385.7; routed only T 3 -1%; TP8 T 12 222 -> 207, T 24 +1.1%, T 32 -0.2%;
+    // where the rounds tie, 3 lose: TP8 T 16 +9%, EP8 T 16 +8%). FP8 streaming does not fit 3.
+    order = {{1, 4, 3, false}, {1, 4, 2, false}};
   } else {
     order = {{c.nb, 4, 2, false}};
   }

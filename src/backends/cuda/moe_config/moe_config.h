@@ -68,8 +68,9 @@ bool moe_config_fits(const MoeKernelConfig& c, GroupedFmt f, const MoeDeviceLimi
 std::vector<MoeKernelConfig> moe_candidate_configs(const MoeShape& s, const MoeDeviceLimits& lim);
 // The configuration used without a tune-cache entry: token tile from the expected tokens per
 // expert (T*K/E, with room for Poisson spread); NVFP4 the cp.async ring in 4-warp CTAs (16 warps
-// per SM, 12 for few items), BF16/FP8 register streaming in 4-warp CTAs (stream-K in the ring
-// when the gate_up items are at most 2 per SM); the first of these that fits; on sm_90
+// per SM, 12 for few items), BF16/FP8 register streaming in 4-warp CTAs, 2 per SM (BF16: 3 when
+// that takes one round of gate_up items fewer, up to 3 rounds; stream-K in the ring when the
+// gate_up items are at most 2 per SM); the first of these that fits; on sm_90
 // the warpgroup-MMA tile GEMM from 32 (BF16) or 48 (FP8, NVFP4) tokens per expert; elsewhere BF16
 // from 32 tokens per expert: the tc tile GEMM (64-token tiles; 128-token, 2 CTAs from 64).
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim);
