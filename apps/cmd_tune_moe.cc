@@ -192,8 +192,7 @@ int cmd_tune_moe(int argc, char** argv, int first) {
     }
     for (const std::string& ts : split(tokens)) {
       const int64_t T = std::max<int64_t>(1, std::atoll(ts.c_str()));
-      const cuda::GroupedExperts& g =
-          folds && T <= cuda::moe_shared_fold_max_tokens(lim, f) ? *gf : *ge;
+      const cuda::GroupedExperts& g = folds && T <= cuda::moe_shared_fold_max_tokens(f) ? *gf : *ge;
       const int64_t KS = g.slots(K), ES = g.E, TK = T * KS;
       std::vector<int32_t> ids(T * K), all(E);
       std::mt19937 rng(static_cast<uint32_t>(T));

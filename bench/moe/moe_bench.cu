@@ -315,7 +315,7 @@ int main(int argc, char** argv) {
     }
     if (g_shared && sh.E != sh.E_global) {
       std::fprintf(stderr,
-                   "--shared 1 with the expert-parallel shape %s: its rows are only the local "
+                   "--shared with the expert-parallel shape %s: its rows are only the local "
                    "assignments, not every token (use glm5, dsv3 or a tp8 shape)\n",
                    n.c_str());
       return 2;
@@ -384,7 +384,7 @@ int main(int argc, char** argv) {
                 std::ios::binary);
             f.write(reinterpret_cast<const char*>(lr.ids.data()), lr.ids.size() * 4);
           }
-          // Activations: x, y [R, D] f32, out [R*K, D] f32, xa [R, D] and h [R*K, I] 16-bit.
+          // Activations: x, y [R, D] f32, out [R*KS, D] f32, xa [R, D] and h [R*KS, I] 16-bit.
           const size_t act_bytes = size_t(R) * sh.D * 10 + size_t(RK) * (sh.D * 4 + sh.I * 2) +
                                    size_t(RK) * 16 + (size_t{64} << 20);
           size_t free_b = 0, total_b = 0;

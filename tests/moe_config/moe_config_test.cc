@@ -55,18 +55,15 @@ TEST(MoeConfig, EveryReturnedConfigFitsSm120AndSm90) {
           }
 }
 
-// The shared expert: folded below the hybrid's threshold (where it runs; the same count
-// elsewhere), and its launch when it runs alone fits every device, with no hybrid below 256
-// tokens.
+// The shared expert: folded below the hybrid's threshold, and its launch when it runs alone fits
+// every device, with no hybrid below 256 tokens.
 TEST(MoeConfig, SharedExpertFoldThresholdAndAloneLaunchFit) {
   MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
   sm90.cc = 90;
   sm120.cc = 120;
-  EXPECT_EQ(moe_shared_fold_max_tokens(sm90, GroupedFmt::kBf16), 31);
-  EXPECT_EQ(moe_shared_fold_max_tokens(sm90, GroupedFmt::kFp8Block), 47);
-  EXPECT_EQ(moe_shared_fold_max_tokens(sm90, GroupedFmt::kNvfp4), 47);
-  EXPECT_EQ(moe_shared_fold_max_tokens(sm120, GroupedFmt::kBf16), 31);
-  EXPECT_EQ(moe_shared_fold_max_tokens(sm120, GroupedFmt::kNvfp4), 47);
+  EXPECT_EQ(moe_shared_fold_max_tokens(GroupedFmt::kBf16), 31);
+  EXPECT_EQ(moe_shared_fold_max_tokens(GroupedFmt::kFp8Block), 47);
+  EXPECT_EQ(moe_shared_fold_max_tokens(GroupedFmt::kNvfp4), 47);
   for (const MoeDeviceLimits& lim : {sm90, sm120})
     for (GroupedFmt f : kFmts)
       for (int64_t T : {1, 9, 17, 64, 255, 256, 4096}) {

@@ -188,14 +188,14 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
   MOE_CHECK(E >= 1 && E <= kMaxExperts)
       << "moe_experts: " << E << " experts (supported: 1.." << kMaxExperts << ")";
   auto ge = std::make_unique<GroupedExperts>();
-  std::string why, shared_why;
+  std::string why;
   if (resolve_grouped_experts(experts, D, ge.get(), &why)) {
     begin_op();
     const MoeDeviceLimits lim = moe_limits(info_);
     // The shared expert as one more expert on one more slot per token, for calls of at most
     // moe_shared_fold_max_tokens tokens and when it has the routed experts' shape and format.
-    const bool fold = shared && T <= moe_shared_fold_max_tokens(lim, ge->fmt) &&
-                      add_grouped_shared_expert(*shared, ge.get(), &shared_why);
+    const bool fold = shared && T <= moe_shared_fold_max_tokens(ge->fmt) &&
+                      add_grouped_shared_expert(*shared, ge.get(), &why);
     // One grouped call: scratch for its slots, then the four launches.
     auto run = [&](const GroupedExperts& g, const GroupedLaunch& l, int64_t k, bool accumulate) {
       const int64_t TK = std::max<int64_t>(T * g.slots(k), 1);
@@ -225,7 +225,7 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
     if (shared && !fold) {
       // Apart: alone in the grouped kernels (y += S(x); packed weights need them), else linear.
       GroupedExperts gs;
-      if (resolve_grouped_shared_alone(*shared, D, &gs, &shared_why))
+      if (resolve_grouped_shared_alone(*shared, D, &gs, &why))
         run(gs, moe_shared_alone_launch(T, D, gs.I, gs.fmt, lim), 0, true);
       else
         shared_expert_add(y, x, *shared);

@@ -202,12 +202,9 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   return l;
 }
 
-int64_t moe_shared_fold_max_tokens(const MoeDeviceLimits& lim, GroupedFmt f) {
-  const GroupedLaunch l = moe_launch(MoeKernelConfig{1, 4, 2, false}, lim, f);
-  const int64_t hybrid = l.wgmma_min_tokens > 0   ? l.wgmma_min_tokens
-                         : f == GroupedFmt::kBf16 ? static_cast<int64_t>(kWgmmaMinTokensBf16)
-                                                  : static_cast<int64_t>(kWgmmaMinTokensQuant);
-  return hybrid - 1;
+int64_t moe_shared_fold_max_tokens(GroupedFmt f) {
+  return static_cast<int64_t>(f == GroupedFmt::kBf16 ? kWgmmaMinTokensBf16 : kWgmmaMinTokensQuant) -
+         1;
 }
 
 GroupedLaunch moe_shared_alone_launch(int64_t T, int64_t D, int64_t I, GroupedFmt f,

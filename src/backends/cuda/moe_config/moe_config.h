@@ -80,13 +80,13 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
 GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f);
 // Calls of at most this many tokens run a shared expert of the routed shape inside the grouped
 // kernels (one more expert and slot per token, CudaOps::moe_experts); larger ones run it alone
-// after the routed ones (moe_shared_alone_launch): one below the hybrid's threshold where it runs,
-// the same count elsewhere. Measured on the H200 (docs/perf.md, 2026-12-01: GLM-5, DeepSeek-V3,
-// GLM-5 TP8; every format; T 1..64): folded, the shared expert costs 1-35 us up to that T (BF16
-// and FP8 at T 1 26-48 us: one more expert's items past a round of the grid's warps), but from
-// the threshold on its T tokens take the warpgroup-MMA GEMM alone on 8..24 CTAs (+71..215 us),
-// where alone it costs 34..72 us.
-int64_t moe_shared_fold_max_tokens(const MoeDeviceLimits& lim, GroupedFmt f);
+// after the routed ones (moe_shared_alone_launch): one below the hybrid's threshold (on devices
+// without the hybrid too: their tiles would re-stream the shared expert's weights instead).
+// Measured on the H200 (docs/perf.md, 2026-12-01: GLM-5, DeepSeek-V3, GLM-5 TP8; every format;
+// T 1..64): folded, the shared expert costs 1-35 us up to that T (BF16 and FP8 at T 1 26-48 us: one
+// more expert's items past a round of the grid's warps), but from the threshold on its T tokens
+// take the warpgroup-MMA GEMM alone on 8..24 CTAs (+71..215 us), where alone it costs 34..72 us.
+int64_t moe_shared_fold_max_tokens(GroupedFmt f);
 // Launch of the shared expert alone (T tokens on one expert, resolve_grouped_shared_alone): below
 // 256 tokens the stream-K ring (its few 16-row items spread over every warp by k-range), tiles of
 // up to 32 tokens, no hybrid; from 256 the heuristic's (the warpgroup-MMA GEMM on sm_90).

@@ -53,6 +53,12 @@ Mat matrix(const ops::Weight& w, GroupedFmt f, int64_t N, int64_t Kd, const char
           w.layout == ops::WeightLayout::kPacked};
 }
 
+// weight_align of both GEMMs after the tables change.
+void set_weight_align(GroupedExperts* ge) {
+  ge->gate_up.weight_align = ge->down.weight_align =
+      std::min(grouped_weight_align(ge->gate_up), grouped_weight_align(ge->down));
+}
+
 // Expert e's pointers in the tables.
 void put_expert(GroupedExperts* out, int64_t e, const Mat& g, const Mat& u, const Mat& d) {
   out->gate_up.w[0][e] = g.data;
@@ -132,8 +138,7 @@ bool resolve_grouped_experts(std::span<const ops::ExpertWeights> experts, int64_
         << (out->gate_up.packed ? "packed" : "row-major") << ")";
     put_expert(out, e, g, u, d);
   }
-  out->gate_up.weight_align = out->down.weight_align =
-      std::min(grouped_weight_align(out->gate_up), grouped_weight_align(out->down));
+  set_weight_align(out);
   return true;
 }
 
@@ -155,11 +160,8 @@ bool add_grouped_shared_expert(const ops::ExpertWeights& s, GroupedExperts* ge, 
     if (bad.empty() && (m[i]->layout == ops::WeightLayout::kPacked) != ge->gate_up.packed)
       bad = std::string(ge->gate_up.packed ? "row-major" : "packed") + " (routed: the other)";
     if (!bad.empty()) {
-      const char* fmt = ge->fmt == GroupedFmt::kBf16       ? "BF16"
-                        : ge->fmt == GroupedFmt::kFp8Block ? "FP8 block-128"
-                                                           : "NVFP4";
-      *why = std::string("shared expert ") + names[i] + " " + bad + "; routed experts: " + fmt +
-             ", I " + std::to_string(ge->I) + ", D " + std::to_string(ge->D);
+      *why = std::string("shared expert ") + names[i] + " " + bad + " (routed experts: I " +
+             std::to_string(ge->I) + ", D " + std::to_string(ge->D) + ")";
       return false;
     }
   }
@@ -169,8 +171,7 @@ bool add_grouped_shared_expert(const ops::ExpertWeights& s, GroupedExperts* ge, 
   put_expert(ge, E, g, u, d);
   ge->E = E + 1;
   ge->shared = true;
-  ge->gate_up.weight_align = ge->down.weight_align =
-      std::min(grouped_weight_align(ge->gate_up), grouped_weight_align(ge->down));
+  set_weight_align(ge);
   return true;
 }
 
