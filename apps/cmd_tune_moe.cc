@@ -220,10 +220,16 @@ int cmd_tune_moe(int argc, char** argv, int first) {
       const cuda::GroupedSkSizes sk = cuda::moe_sk_sizes(cands, lim, f);
       s.sk_counters = static_cast<int32_t*>(b.get(std::max<int64_t>(sk.counters(), 1) * 4, 0));
       s.sk_partials = static_cast<float*>(b.get(std::max<int64_t>(sk.partial_floats, 1) * 4, 0));
+      int64_t qbytes =
+          16;  // FP8 activations of the warpgroup-MMA GEMM (the most any candidate needs)
+      for (const cuda::MoeKernelConfig& c : cands)
+        qbytes = std::max(
+            qbytes, cuda::grouped_fp8_act_bytes(cuda::moe_launch(c, lim, f, T), f, T, D, I, KS));
+      s.q = static_cast<uint8_t*>(b.get(qbytes, 0));
       double best_us = 1e30;
       cuda::MoeKernelConfig best = cuda::moe_heuristic_config(shape, lim);
       for (const cuda::MoeKernelConfig& c : cands) {
-        const cuda::GroupedLaunch l = cuda::moe_launch(c, lim, f);
+        const cuda::GroupedLaunch l = cuda::moe_launch(c, lim, f, T);
         auto layer = [&] {
           cuda::run_grouped_experts(g, y, D, x, D, idd, K, w, K, T, K, s, l, st);
         };

@@ -19,7 +19,7 @@
 //                  [--routing uniform,zipf1,zipf1.5,hot8] [--tokens 1,4,8,...,4096,8192]
 //                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
 //                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
-//                  [--shared 0|1|2]
+//                  [--shared 0|1|2] [--f8act 0|1]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -31,7 +31,9 @@
 // per token), --shared 2 runs it apart after the routed ones (resolve_grouped_shared_alone,
 // moe_shared_alone_launch), the two ways CudaOps::moe_experts runs GLM-5's and DeepSeek-V3's
 // (up to / above moe_shared_fold_max_tokens); its bytes and FLOPs are counted and uniq includes
-// it. Not with expert-parallel shapes (their rows are only the local assignments).
+// it. Not with expert-parallel shapes (their rows are only the local assignments). --f8act 0|1
+// overrides GroupedLaunch::fp8_act (FP8 experts on the warpgroup-MMA GEMM: E4M3 activations and
+// FP8 wgmma, or F16 activations with weights dequantized to F16).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -106,6 +108,12 @@ ConstTensorView dev_view(void* p, moe::Shape sh, DType dt) {
 
 bool g_row_major = false;  // --layout rowmajor
 int g_shared = 0;          // --shared 1 (folded) or 2 (apart)
+int g_f8act = -1;          // --f8act 0|1 (-1: moe_launch's choice)
+
+GroupedLaunch with_f8act(GroupedLaunch l) {
+  if (g_f8act >= 0) l.fp8_act = g_f8act == 1;
+  return l;
+}
 
 ops::Weight make_weight(Layer& L, GroupedFmt f, int64_t N, int64_t K, uint32_t seed) {
   ops::Weight w;
@@ -291,6 +299,8 @@ int main(int argc, char** argv) {
       sweep = std::atoi(v.c_str());
     else if (a == "--shared")
       g_shared = std::atoi(v.c_str());
+    else if (a == "--f8act")
+      g_f8act = std::atoi(v.c_str());
     else if (a == "--layout") {
       if (v != "packed" && v != "rowmajor") {
         std::fprintf(stderr, "unknown --layout %s (packed, rowmajor)\n", v.c_str());
@@ -431,7 +441,8 @@ int main(int argc, char** argv) {
           fill_f32<<<256, 256>>>(x, R * sh.D, 0.5f);
           fill_f32<<<64, 256>>>(w, R * K, 0.125f);
           CK(cudaMemcpy(idd, lr.ids.data(), R * K * 4, cudaMemcpyHostToDevice));
-          const GroupedLaunch l_alone = moe_shared_alone_launch(R, sh.D, sh.I, L.fmt, lim);
+          const GroupedLaunch l_alone =
+              with_f8act(moe_shared_alone_launch(R, sh.D, sh.I, L.fmt, lim));
           GroupedSkSizes sk = moe_sk_sizes(cands, lim, L.fmt);
           if (g_shared == 2) {  // one workspace for both calls (they run one after the other)
             const GroupedSkSizes z = grouped_sk_sizes(l_alone);
@@ -444,14 +455,22 @@ int main(int argc, char** argv) {
           CK(cudaMalloc(&sk_partials, std::max<int64_t>(sk.partial_floats, 1) * 4));
           float* slot_w = nullptr;
           CK(cudaMalloc(&slot_w, RK * 4));
-          GroupedScratch s{xa, slot, tiles, ntiles, h, out, sk_counters, sk_partials, slot_w};
+          int64_t qbytes =
+              g_shared == 2 ? grouped_fp8_act_bytes(l_alone, L.fmt, R, sh.D, sh.I, 1) : 0;
+          for (const MoeKernelConfig& c : cands)
+            qbytes =
+                std::max(qbytes, grouped_fp8_act_bytes(with_f8act(moe_launch(c, lim, L.fmt, R)),
+                                                       L.fmt, R, sh.D, sh.I, KS));
+          uint8_t* q = nullptr;
+          CK(cudaMalloc(&q, std::max<int64_t>(qbytes, 16)));
+          GroupedScratch s{xa, slot, tiles, ntiles, h, out, sk_counters, sk_partials, slot_w, q};
           const int64_t uniq = lr.unique + (g_shared ? 1 : 0);
           const double bytes = uniq * L.expert_bytes + 2.0 * R * sh.D * 4;
           const double flop = 2.0 * R * (K + (g_shared ? 1 : 0)) * 3.0 * sh.D * sh.I;
           double best_us = 1e30, heur_us = 0;
           MoeKernelConfig best = heur;
           for (const MoeKernelConfig& cfg : cands) {
-            const GroupedLaunch l = moe_launch(cfg, lim, L.fmt);
+            const GroupedLaunch l = with_f8act(moe_launch(cfg, lim, L.fmt, R));
             auto layer = [&] {
               run_grouped_experts(*ge, y, sh.D, x, sh.D, idd, K, w, K, R, K, s, l, st);
               if (g_shared == 2)  // its R slots fit the routed call's scratch
@@ -513,7 +532,7 @@ int main(int argc, char** argv) {
                  << ",\"pct_peak\":" << 100.0 * gbs / 4800.0 << ",\"tflops\":" << tflops << "}"
                  << std::endl;
           for (void* p : std::initializer_list<void*>{x, y, w, out, idd, slot, tiles, ntiles, xa, h,
-                                                      sk_counters, sk_partials, slot_w})
+                                                      sk_counters, sk_partials, slot_w, q})
             CK(cudaFree(p));
         }
       }

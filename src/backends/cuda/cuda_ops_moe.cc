@@ -208,6 +208,8 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
       s.h = scratch({TK, g.I}, DType::kBF16).raw();
       s.out = scratch({TK, D}, DType::kF32).data<float>();
       s.slot_w = scratch({TK}, DType::kF32).data<float>();
+      if (const int64_t qb = grouped_fp8_act_bytes(l, g.fmt, T, D, g.I, g.slots(k)); qb > 0)
+        s.q = scratch({qb}, DType::kU8).data<uint8_t>();
       const GroupedSkSizes sk = grouped_sk_sizes(l);
       if (sk.warps > 0) {
         s.sk_counters = scratch({sk.counters()}, DType::kI32).data<int32_t>();
@@ -221,7 +223,7 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
     const MoeShape shape{T, D, ge->I, ge->E, ge->slots(K), ge->fmt};
     const MoeKernelConfig cfg =
         moe_tune_ ? moe_tune_->select(info_, shape) : moe_heuristic_config(shape, lim);
-    run(*ge, moe_launch(cfg, lim, ge->fmt), K, false);
+    run(*ge, moe_launch(cfg, lim, ge->fmt, T), K, false);
     if (shared && !fold) {
       // Apart: alone in the grouped kernels (y += S(x); packed weights need them), else linear.
       GroupedExperts gs;

@@ -5,12 +5,14 @@
 // tolerance.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "backends/cuda/kernels/moe_grouped/dequant_bits.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
@@ -24,6 +26,9 @@ namespace moe::cuda::testing {
 namespace {
 
 constexpr double kTolGrouped = 2e-2;  // max |err| / max |ref|, 16-bit activations
+// FP8 experts on the warpgroup-MMA GEMM with E4M3 activations (GroupedLaunch::fp8_act): x and h
+// each rounded to 3 mantissa bits (relative error up to 2^-4 per value, ~2.6% rms), twice.
+constexpr double kTolFp8Act = 8e-2;
 
 enum class Fmt { kBf16, kFp8, kNvfp4 };
 const char* name(Fmt f) { return f == Fmt::kBf16 ? "bf16" : f == Fmt::kFp8 ? "fp8" : "nvfp4"; }
@@ -178,6 +183,8 @@ class MoeGroupedTest : public ::testing::Test {
       s.h = dev_->poisoned({TK, I}, DType::kF32).raw();
       s.out = dev_->poisoned({TK, D}, DType::kF32).data<float>();
       s.slot_w = dev_->poisoned({TK}, DType::kF32).data<float>();
+      if (const int64_t qb = grouped_fp8_act_bytes(l, ge->fmt, T, D, I, KS); qb > 0)
+        s.q = static_cast<uint8_t*>(dev_->poisoned({(qb + 3) / 4}, DType::kF32).raw());
       const GroupedSkSizes sk = grouped_sk_sizes(l);
       if (sk.warps > 0) {  // poisoned: the group kernel must zero the counters
         s.sk_counters = dev_->poisoned({sk.counters()}, DType::kI32).data<int32_t>();
@@ -217,13 +224,27 @@ class MoeGroupedTest : public ::testing::Test {
       how << " nb " << launch->nb << " pipelined " << launch->pipelined << " tc " << launch->tc
           << " wgmma " << launch->wgmma << " hybrid " << launch->wgmma_min_tokens << " warps "
           << launch->warps_per_cta << " ctas " << launch->ctas_per_sm << " sms " << sm_override_;
-    EXPECT_LE(err, kTolGrouped) << name(f) << " T " << T << " D " << D << " I " << I << " E " << E
-                                << " K " << K << " shared " << shared_ << how.str();
+    // E4M3 activations where the warpgroup-MMA GEMM may run FP8 experts (explicit launch, or
+    // the heuristic's at T tokens; folded or apart, the shared expert's call counts too).
+    const GroupedFmt gf = f == Fmt::kBf16  ? GroupedFmt::kBf16
+                          : f == Fmt::kFp8 ? GroupedFmt::kFp8Block
+                                           : GroupedFmt::kNvfp4;
+    const MoeDeviceLimits lim = moe_limits(ops_->device());
+    const GroupedLaunch used =
+        launch ? *launch : moe_launch(moe_heuristic_config({T, D, I, E, K, gf}, lim), lim, gf, T);
+    const bool f8 = grouped_fp8_act_bytes(used, gf, T, D, I, K) > 0 ||
+                    (shared_ > 0 && !launch && gf == GroupedFmt::kFp8Block &&
+                     T > moe_shared_fold_max_tokens(gf));
+    if (f8) max_f8_err_ = std::max(max_f8_err_, err);
+    EXPECT_LE(err, f8 ? kTolFp8Act : kTolGrouped)
+        << name(f) << " T " << T << " D " << D << " I " << I << " E " << E << " K " << K
+        << " shared " << shared_ << " fp8 activations " << f8 << how.str();
     return got;
   }
 
   int sm_override_ = 0;
   int64_t bad_every_ = 0;
+  double max_f8_err_ = 0;  // largest error of the checks with FP8 activations
   bool prepare_ = false;
   int64_t shared_ = 0;  // shared expert of shared_ * I (0: none)
 
@@ -394,6 +415,131 @@ TEST_F(MoeGroupedTest, WarpgroupMmaSmall) {
     check(f, 45, 640, 384, 4, 2, Routing::kRandom, Launch{.nb = 16, .tc = true, .wgmma = true});
     check(f, 200, 256, 128, 8, 2, Routing::kOne, Launch{.nb = 2, .wgmma_min_tokens = 40});
   }
+  // FP8 activations (E4M3 x E4M3 wgmma, quantization kernels): tc launch and hybrid.
+  check(Fmt::kFp8, 300, 256, 128, 8, 2, Routing::kRandom,
+        Launch{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true});
+  check(Fmt::kFp8, 200, 256, 128, 8, 2, Routing::kOne,
+        Launch{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true});
+}
+
+// FP8 experts on the warpgroup-MMA GEMM with E4M3 activations (GroupedLaunch::fp8_act): the tc
+// launch over the warpgroup-MMA cases above and the hybrid; the F16-activation run of the same
+// case must differ (the flag is not ignored) and both stay within their tolerances.
+TEST_F(MoeGroupedTest, Fp8ActivationsOnTheWarpgroupMma) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  const Launch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+  for (int64_t T : {1, 7, 45, 129, 300, 1000})
+    check(Fmt::kFp8, T, 256, 128, 8, 2, Routing::kRandom, tc);
+  check(Fmt::kFp8, 300, 128, 128, 8, 1, Routing::kOne, tc);
+  check(Fmt::kFp8, 77, 384, 256, 8, 3, Routing::kOne, tc);
+  check(Fmt::kFp8, 3, 256, 128, 64, 2, Routing::kRandom, tc);
+  check(Fmt::kFp8, 3000, 384, 256, 64, 4, Routing::kRandom, tc);
+  check(Fmt::kFp8, 200, 640, 384, 4, 2, Routing::kRandom, tc);
+  check(Fmt::kFp8, 2500, 640, 640, 4, 2, Routing::kRandom, tc);
+  for (int nb : {1, 2}) {
+    check(Fmt::kFp8, 300, 256, 128, 8, 2, Routing::kRandom,
+          Launch{.nb = nb, .wgmma_min_tokens = 60, .fp8_act = true});
+    check(Fmt::kFp8, 300, 384, 256, 8, 1, Routing::kOne,
+          Launch{.nb = nb, .wgmma_min_tokens = 32, .fp8_act = true});
+    check(Fmt::kFp8, 1000, 256, 128, 64, 3, Routing::kRandom,
+          Launch{.nb = nb, .wgmma_min_tokens = 48, .fp8_act = true});
+  }
+  const Tensor y8 = check(Fmt::kFp8, 400, 768, 512, 4, 2, Routing::kRandom, tc);
+  Launch f16 = tc;
+  f16.fp8_act = false;
+  const Tensor y16 = check(Fmt::kFp8, 400, 768, 512, 4, 2, Routing::kRandom, f16);
+  EXPECT_GT(rel_error(y8, y16), 1e-3) << "fp8_act made no difference";
+  std::printf("largest error with FP8 activations: %.4f (tolerance %.2f)\n", max_f8_err_,
+              kTolFp8Act);
+}
+
+// The E4M3 activation quantization, bit for bit against quant::fp8_block_quantize per row: the
+// group kernel's x codes and scales, and moe_quant_rows over the rows of a tile list (other rows
+// untouched), with block magnitudes from 1e-2 to 1e2 and an all-zero block.
+TEST_F(MoeGroupedTest, Fp8ActivationQuantizationIsFp8BlockQuantize) {
+  auto expect_rows = [&](const float* vals, int64_t rows, int64_t K, const uint8_t* q,
+                         const float* qs, const char* what) {
+    std::vector<uint8_t> wq(K);
+    std::vector<float> ws(K / 128);
+    int64_t bad = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      quant::fp8_block_quantize(vals + r * K, 1, K, 128, wq.data(), ws.data());
+      bad += std::memcmp(wq.data(), q + r * K, K) != 0 ||
+             std::memcmp(ws.data(), qs + r * (K / 128), 4 * (K / 128)) != 0;
+    }
+    EXPECT_EQ(bad, 0) << what << ": rows whose codes or scales differ";
+  };
+  auto scaled = [](int64_t rows, int64_t K, uint32_t seed) {
+    Tensor v = randn({rows, K}, seed);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> ex(-2.f, 2.f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t b = 0; b < K / 128; ++b) {
+        const float m = r == 3 && b == 1 ? 0.f : std::pow(10.f, ex(rng));
+        for (int64_t k = 0; k < 128; ++k) v.data<float>()[r * K + b * 128 + k] *= m;
+      }
+    return v;
+  };
+  {  // the group kernel: x [T, D] f32 -> codes + scales (and the rest of its work)
+    const int64_t T = 6, D = 384, K = 2, E = 4;
+    const Tensor x = scaled(T, D, 21);
+    std::vector<int32_t> ids(T * K);
+    for (int64_t i = 0; i < T * K; ++i) ids[i] = static_cast<int32_t>(i % E);
+    TensorView xd = dev_->to_device(x), idd = dev_->to_device(i32(ids, {T, K})),
+               wd = dev_->to_device(randn({T, K}, 5));
+    MoeGroupParams gp;
+    gp.x = xd.data<float>();
+    gp.x_stride = D;
+    gp.ids = idd.data<int32_t>();
+    gp.ids_stride = K;
+    gp.T = T, gp.D = D, gp.K = K, gp.E = E;
+    gp.fmt = static_cast<int>(GroupedFmt::kFp8Block);
+    gp.xa = dev_->poisoned({T, D}, DType::kF32).raw();
+    gp.sorted_slot = dev_->poisoned({T * K}, DType::kI32).data<int32_t>();
+    gp.max_tiles = grouped_max_tiles(T, K, E, 8);
+    gp.tiles = dev_->poisoned({gp.max_tiles, 4}, DType::kI32).data<int32_t>();
+    gp.num_tiles = dev_->poisoned({2}, DType::kI32).data<int32_t>();
+    gp.route_w = wd.data<float>();
+    gp.route_w_stride = K;
+    gp.slot_w = dev_->poisoned({T * K}, DType::kF32).data<float>();
+    TensorView q = dev_->poisoned({T, D}, DType::kU8),
+               qs = dev_->poisoned({T, D / 128}, DType::kF32);
+    gp.xq = q.data<uint8_t>();
+    gp.xq_scale = qs.data<float>();
+    launch_moe_group(gp, ops_->stream());
+    const Tensor qh = dev_->to_host(q), sh = dev_->to_host(qs);
+    expect_rows(x.data<float>(), T, D, qh.data<uint8_t>(), sh.data<float>(), "moe_group x");
+  }
+  {  // moe_quant_rows: the rows of 3 tiles of a 40-row h [40, 384] (F16)
+    const int64_t rows = 40, I = 384;
+    const Tensor v = scaled(rows, I, 33), h16 = cast(v, DType::kF16);
+    Tensor vf = Tensor::empty({rows, I}, DType::kF32);  // the F16 values the kernel sees
+    for (int64_t i = 0; i < rows * I; ++i) {
+      const uint16_t b = h16.data<uint16_t>()[i];
+      const int e = (b >> 10) & 31, m = b & 1023;
+      const float mag = e == 0 ? 0.f : std::ldexp(1.f + m / 1024.f, e - 15);
+      vf.data<float>()[i] = b & 0x8000 ? -mag : mag;
+    }
+    const std::vector<int32_t> tl = {0, 0, 5, 0, 1, 9, 20, 0, 2, 30, 3, 0, 7, 35, 4, 0};
+    const std::vector<int32_t> nt = {3};
+    TensorView hd = dev_->to_device(h16), td = dev_->to_device(i32(tl, {4, 4})),
+               ntd = dev_->to_device(i32(nt, {1}));
+    TensorView q = dev_->poisoned({rows, I}, DType::kU8),
+               qs = dev_->poisoned({rows, I / 128}, DType::kF32);
+    const Tensor q0 = dev_->to_host(q);
+    launch_moe_quant_rows(hd.raw(), I, td.data<int32_t>(), ntd.data<int32_t>(), 4,
+                          q.data<uint8_t>(), qs.data<float>(), 2, ops_->stream());
+    const Tensor qh = dev_->to_host(q), sh = dev_->to_host(qs);
+    for (const auto& [r0, n] : {std::pair<int64_t, int64_t>{0, 5}, {9, 20}, {30, 3}})
+      expect_rows(vf.data<float>() + r0 * I, n, I, qh.data<uint8_t>() + r0 * I,
+                  sh.data<float>() + r0 * (I / 128), "moe_quant_rows");
+    int64_t touched = 0;  // rows outside the 3 tiles (the 4th is past num_tiles)
+    for (int64_t r = 0; r < rows; ++r)
+      if (!((r < 5) || (r >= 9 && r < 29) || (r >= 30 && r < 33)))
+        touched += std::memcmp(qh.data<uint8_t>() + r * I, q0.data<uint8_t>() + r * I, I) != 0;
+    EXPECT_EQ(touched, 0) << "moe_quant_rows wrote rows outside its tiles";
+  }
 }
 
 // The hybrid launch: experts with at least wgmma_min_tokens tokens go to the warpgroup-MMA GEMM
@@ -507,7 +653,7 @@ TEST_F(MoeGroupedTest, RegisterTableMatchesTheKernels) {
       for (int nb : {8, 16}) configs.push_back(MoeKernelConfig{nb, 8, 1, false, true});
     if (lim.cc == 90) configs.push_back(MoeKernelConfig{16, 8, 1, false, true, true});
     for (const MoeKernelConfig& c : configs) {
-      const int used = grouped_gemm_regs(f, moe_launch(c, lim, f)), table = c.regs_per_thread(f);
+      const int used = grouped_gemm_regs(f, moe_launch(c, lim, f, 0)), table = c.regs_per_thread(f);
       EXPECT_GE(table, used) << "format " << static_cast<int>(f) << " nb " << c.nb << " pipelined "
                              << c.pipelined << " tc " << c.tc << " wgmma " << c.wgmma;
       if (!c.tc) {
@@ -595,8 +741,8 @@ TEST_F(MoeGroupedTest, PrepareExpertsPacksSharedMatricesOnce) {
     // 16-token tiles and more, not with 8-token ones, nor with weights 16-byte misaligned.
     EXPECT_EQ(ge.gate_up.weight_align, 16);
     EXPECT_EQ(ge.down.weight_align, 16);
-    GroupedLaunch l =
-        moe_launch(MoeKernelConfig{2, 8, 2, true}, moe_limits(ops_->device()), GroupedFmt::kNvfp4);
+    GroupedLaunch l = moe_launch(MoeKernelConfig{2, 8, 2, true}, moe_limits(ops_->device()),
+                                 GroupedFmt::kNvfp4, 0);
     EXPECT_EQ(grouped_pipe_bulk(ge.gate_up, l), ops_->device().cc_major >= 9);
     l.nb = 4;
     EXPECT_EQ(grouped_pipe_bulk(ge.down, l), ops_->device().cc_major >= 9);

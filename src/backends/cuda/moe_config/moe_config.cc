@@ -108,6 +108,7 @@ constexpr double kTcMinTokensPerExpert = 32;
 constexpr double kWgmmaMinTokensBf16 = 32;
 constexpr double kWgmmaMinTokensQuant = 48;
 constexpr double kTcWideTokensPerExpert = 64;
+constexpr int64_t kFp8ActMinTokensHybrid = 512;  // moe_launch
 
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim) {
   // Expected tokens per expert (T*K/E). Measured on the H200 (docs/perf.md, sweep of 2026-11-30):
@@ -185,7 +186,8 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   return c;
 }
 
-GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f) {
+GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f,
+                         int64_t T) {
   GroupedLaunch l;
   l.nb = c.nb;
   l.warps_per_cta = c.warps_per_cta;
@@ -199,6 +201,14 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   if (!c.tc && moe_config_fits(MoeKernelConfig{16, 8, 1, false, true, true}, f, lim))
     l.wgmma_min_tokens =
         static_cast<int>(f == GroupedFmt::kBf16 ? kWgmmaMinTokensBf16 : kWgmmaMinTokensQuant);
+  // FP8 experts on the warpgroup-MMA GEMM take FP8 activations (E4M3 per row and 128 k).
+  l.fp8_act = f == GroupedFmt::kFp8Block && (l.wgmma || l.wgmma_min_tokens > 0);
+  // NOTE: measured on the H200 (2026-12-01, glm5 FP8, moe_bench --f8act 0|1): the hybrid's big
+  // experts take FP8 activations from T 512: hot8 T 64 / 256 / 1024 266 / 372 / 1396 us with F16
+  // activations, 272-299 / 403-418 / 1151-1203 with E4M3 (128-row CTAs: twice the items of the
+  // F16 kernel's 256 for a few experts, plus the quantization launch); zipf1.5 T 256 / 1024 2017 /
+  // 3524 against 2065 / 3332.
+  if (!c.tc && T < kFp8ActMinTokensHybrid) l.fp8_act = false;
   return l;
 }
 
@@ -214,19 +224,19 @@ GroupedLaunch moe_shared_alone_launch(int64_t T, int64_t D, int64_t I, GroupedFm
     for (const MoeKernelConfig& c :
          {MoeKernelConfig{nb, 4, 3, true}, MoeKernelConfig{nb, 4, 2, true}})
       if (moe_config_fits(c, f, lim)) {
-        GroupedLaunch l = moe_launch(c, lim, f);
+        GroupedLaunch l = moe_launch(c, lim, f, T);
         l.wgmma_min_tokens = 0;
         return l;
       }
   }
-  return moe_launch(moe_heuristic_config(MoeShape{T, D, I, 1, 1, f}, lim), lim, f);
+  return moe_launch(moe_heuristic_config(MoeShape{T, D, I, 1, 1, f}, lim), lim, f, T);
 }
 
 GroupedSkSizes moe_sk_sizes(const std::vector<MoeKernelConfig>& configs, const MoeDeviceLimits& lim,
                             GroupedFmt f) {
   GroupedSkSizes m;
   for (const MoeKernelConfig& c : configs) {
-    const GroupedSkSizes z = grouped_sk_sizes(moe_launch(c, lim, f));
+    const GroupedSkSizes z = grouped_sk_sizes(moe_launch(c, lim, f, 0));
     m.warps = std::max(m.warps, z.warps);
     m.partial_floats = std::max(m.partial_floats, z.partial_floats);
   }

@@ -76,8 +76,11 @@ std::vector<MoeKernelConfig> moe_candidate_configs(const MoeShape& s, const MoeD
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim);
 // GroupedLaunch for the kernels from a configuration for format `f`; on sm_90 a register-streaming
 // configuration also sends experts with many tokens of a call to the warpgroup-MMA GEMM
-// (GroupedLaunch::wgmma_min_tokens: the hybrid, decided per expert on the device).
-GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f);
+// (GroupedLaunch::wgmma_min_tokens: the hybrid, decided per expert on the device). FP8 experts on
+// the warpgroup-MMA GEMM take E4M3 activations (GroupedLaunch::fp8_act): with a tc configuration,
+// and in the hybrid for calls of T >= 512 tokens.
+GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f,
+                         int64_t T);
 // Calls of at most this many tokens run a shared expert of the routed shape inside the grouped
 // kernels (one more expert and slot per token, CudaOps::moe_experts); larger ones run it alone
 // after the routed ones (moe_shared_alone_launch): one below the hybrid's threshold (on devices

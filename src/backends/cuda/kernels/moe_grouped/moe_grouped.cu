@@ -158,12 +158,39 @@ void launch_moe_group(const MoeGroupParams& p, Stream stream) {
   MOE_CHECK(p.D % 8 == 0 && p.x_stride % 4 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0)
       << "moe_group: x needs D % 8 == 0 and 16-byte aligned rows (D " << p.D << ", stride "
       << p.x_stride << ")";
+  MOE_CHECK(p.xq == nullptr ||
+            (p.D % 128 == 0 && p.xq_scale != nullptr && reinterpret_cast<uintptr_t>(p.xq) % 8 == 0))
+      << "moe_group: FP8 activations need D % 128 == 0 (D " << p.D
+      << "), scales and 8-byte aligned codes";
   const int64_t units = p.T * p.D / 8;
   const int64_t conv_blocks =
       std::clamp<int64_t>((units + grouped::kGroupThreads - 1) / grouped::kGroupThreads, 1, 1024);
   grouped::moe_group_kernel<<<static_cast<unsigned>(1 + conv_blocks), grouped::kGroupThreads, 0,
                               stream>>>(p);
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/group");
+}
+
+int64_t grouped_fp8_act_data_bytes(int64_t T, int64_t D, int64_t I, int64_t KS) {
+  return (std::max(T * D, T * KS * I) + 15) / 16 * 16;
+}
+
+int64_t grouped_fp8_act_bytes(const GroupedLaunch& l, GroupedFmt f, int64_t T, int64_t D, int64_t I,
+                              int64_t KS) {
+  const bool wgmma = l.wgmma || (!l.tc && l.wgmma_min_tokens > 0 && T >= l.wgmma_min_tokens);
+  if (!l.fp8_act || f != GroupedFmt::kFp8Block || !wgmma || T <= 0) return 0;
+  return grouped_fp8_act_data_bytes(T, D, I, KS) + std::max(T * D, T * KS * I) / 128 * 4;
+}
+
+void launch_moe_quant_rows(const void* h, int64_t I, const int32_t* tiles, const int32_t* num_tiles,
+                           int64_t max_tiles, uint8_t* q, float* qs, int sm_count, Stream stream) {
+  MOE_CHECK(I > 0 && I % 128 == 0) << "moe_quant_rows: I " << I << " (needs I % 128 == 0)";
+  MOE_CHECK(reinterpret_cast<uintptr_t>(h) % 16 == 0 && reinterpret_cast<uintptr_t>(q) % 16 == 0 &&
+            reinterpret_cast<uintptr_t>(qs) % 4 == 0)
+      << "moe_quant_rows: needs 16-byte aligned h and q, 4-byte aligned scales";
+  const int64_t blocks = std::clamp<int64_t>(max_tiles, 1, 2 * std::max(sm_count, 1));
+  grouped::moe_quant_rows_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
+      static_cast<const uint16_t*>(h), I, tiles, num_tiles, q, qs);
+  MOE_CUDA_CHECK_LAUNCH("moe_grouped/quant_rows");
 }
 
 void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {

@@ -178,12 +178,43 @@ __global__ void __launch_bounds__(kGroupThreads)
       convert(std::integral_constant<GroupedFmt, GroupedFmt::kFp8Block>{});
     else
       convert(std::integral_constant<GroupedFmt, GroupedFmt::kBf16>{});
+    if (p.xq != nullptr)  // the 16 lanes of a 128-k block (D % 128 == 0, u % 16 == lane % 16)
+      quant_e4m3_block(v, p.xq + t * p.D + (q / 16) * 128, p.xq_scale + t * (p.D / 128) + q / 16,
+                       static_cast<int>(q % 16), 0xffffu << (threadIdx.x & 16));
     uint4 r;
     r.x = o[0] | (uint32_t{o[1]} << 16);
     r.y = o[2] | (uint32_t{o[3]} << 16);
     r.z = o[4] | (uint32_t{o[5]} << 16);
     r.w = o[6] | (uint32_t{o[7]} << 16);
     reinterpret_cast<uint4*>(p.xa)[t * per_row + q] = r;
+  }
+}
+
+// ---- FP8 activations of the down GEMM: h rows of a tile list -> E4M3 + scales ----
+
+__global__ void __launch_bounds__(256)
+    moe_quant_rows_kernel(const uint16_t* h, int64_t I, const int32_t* tiles,
+                          const int32_t* num_tiles, uint8_t* q, float* qs) {
+  const int nt = *num_tiles;
+  const int64_t per_row = I / 8;  // 8 values per thread; per_row % 16 == 0
+  const unsigned mask = 0xffffu << (threadIdx.x & 16);
+  for (int tile = blockIdx.x; tile < nt; tile += gridDim.x) {
+    const int4 td = reinterpret_cast<const int4*>(tiles)[tile];
+    const int64_t n = td.z * per_row;
+    // blockDim % 16 == 0: the 16 lanes of a block are active together.
+    for (int64_t u = threadIdx.x; u < n; u += blockDim.x) {
+      const int64_t pos = td.y + u / per_row, c = u % per_row;
+      const uint4 raw = *reinterpret_cast<const uint4*>(h + pos * I + c * 8);
+      const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+      float v[8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __half22float2(u32_as_h2(w[i]));
+        v[2 * i] = f.x, v[2 * i + 1] = f.y;
+      }
+      quant_e4m3_block(v, q + pos * I + (c / 16) * 128, qs + pos * (I / 128) + c / 16,
+                       static_cast<int>(c % 16), mask);
+    }
   }
 }
 

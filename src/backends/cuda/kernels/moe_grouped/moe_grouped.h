@@ -84,6 +84,11 @@ struct GroupedLaunch {
   // the warpgroup-MMA GEMM in 128-token tiles (decided on the device from the routing), the rest
   // to the streaming GEMM (0: off).
   int wgmma_min_tokens = 0;
+  // FP8 block-128 experts on the warpgroup-MMA GEMM (the tc launch or the hybrid's big tiles):
+  // activations quantized to E4M3 per (row, 128 k) (grouped_fp8_act_bytes of scratch) and FP8
+  // wgmma with both block scales applied per 128 k; false: F16 activations, weights dequantized
+  // to F16 on the way to shared memory. moe_launch sets it for FP8 on sm_90a.
+  bool fp8_act = false;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
 };
 
@@ -93,10 +98,14 @@ struct MoeGroupParams {
   const int32_t* ids = nullptr;  // [T, K]
   int64_t ids_stride = 0;
   int64_t T = 0, D = 0, K = 0, E = 0;  // K: slots per token; E: experts (shared included)
-  bool shared = false;             // expert E-1 is the shared expert, on slot K-1 of every token
-  int fmt = 0;                     // GroupedFmt: activation type and k-order of xa
-  int tile_tokens = 8;             // tokens per tile
-  void* xa = nullptr;              // out [T, D] bf16 / f16
+  bool shared = false;  // expert E-1 is the shared expert, on slot K-1 of every token
+  int fmt = 0;          // GroupedFmt: activation type and k-order of xa
+  int tile_tokens = 8;  // tokens per tile
+  void* xa = nullptr;   // out [T, D] bf16 / f16
+  // FP8 activations (GroupedLaunch::fp8_act): out x as E4M3 [T, D] and f32 scales [T, D / 128]
+  // (fp8_block_quantize per row and 128 k), when set.
+  uint8_t* xq = nullptr;
+  float* xq_scale = nullptr;
   int32_t* sorted_slot = nullptr;  // out [T*K]: slot (t*K+k) at each grouped position
   int32_t* tiles = nullptr;        // out [max_tiles, 4]: expert, first position, tokens, 0
   int32_t* num_tiles = nullptr;    // out [1]
@@ -122,6 +131,9 @@ struct MoeGemmParams {
   int64_t Kd = 0;             // reduction length (D for gate_up, I for down)
   int64_t K = 0;              // experts per token (slot = t*K + k)
   const void* act = nullptr;  // gate_up: xa [T, D]; down: h [T*K, I] (grouped order)
+  // FP8 activations (warpgroup-MMA GEMM, FP8 weights, GroupedLaunch::fp8_act): act holds E4M3
+  // codes of the same rows and act_scale [rows, Kd / 128] their f32 block scales.
+  const float* act_scale = nullptr;
   const int32_t* sorted_slot = nullptr;
   const int32_t* tiles = nullptr;
   const int32_t* num_tiles = nullptr;
@@ -171,6 +183,18 @@ void launch_pack_data(uint8_t* dst, const uint8_t* src, int64_t N, int64_t row_b
 void launch_nvfp4_pack_scales(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd,
                               Stream stream);
 void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);
+// Bytes of GroupedScratch::q a call needs: 0 unless launch `l` runs FP8 experts on the
+// warpgroup-MMA GEMM with FP8 activations (l.fp8_act, and l.wgmma or the hybrid at T tokens); then
+// the larger of x [T, D] and h [T*KS, I] as E4M3 codes (grouped_fp8_act_data_bytes, 16-byte
+// rounded), followed by their f32 scales per 128 k.
+int64_t grouped_fp8_act_data_bytes(int64_t T, int64_t D, int64_t I, int64_t KS);
+int64_t grouped_fp8_act_bytes(const GroupedLaunch& l, GroupedFmt f, int64_t T, int64_t D, int64_t I,
+                              int64_t KS);
+// q / qs <- h rows (16-bit F16, [*, I]) of the tiles in a tile list (grouped positions pos0 ..
+// pos0 + cnt - 1 of each of the *num_tiles tiles), as E4M3 codes and f32 scales per 128 k
+// (fp8_block_quantize per row); the other rows are left alone. I % 128 == 0. At most max_tiles.
+void launch_moe_quant_rows(const void* h, int64_t I, const int32_t* tiles, const int32_t* num_tiles,
+                           int64_t max_tiles, uint8_t* q, float* qs, int sm_count, Stream stream);
 // The tc GEMM (called by launch_moe_gemm when l.tc): BF16, Kd % 64 == 0, N % 64 (gate_up) or
 // N % 128 (down) == 0, 16-byte aligned activations, weights and outputs.
 void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);

@@ -232,6 +232,20 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     gp.big_tiles = s.tiles + 4 * gp.max_tiles;
     gp.num_big = s.num_tiles + 1;
   }
+  // FP8 activations for the warpgroup-MMA GEMM: x quantized by the group kernel, h by
+  // moe_quant_rows after gate_up (into the same buffer: x is no longer needed then).
+  const bool f8 = grouped_fp8_act_bytes(l, ge.fmt, T, ge.D, ge.I, KS) > 0;
+  uint8_t* q = nullptr;
+  float* qs = nullptr;
+  if (f8) {
+    MOE_CHECK(s.q != nullptr && reinterpret_cast<uintptr_t>(s.q) % 16 == 0)
+        << "moe_experts: FP8 activations need GroupedScratch::q (grouped_fp8_act_bytes, 16-byte "
+           "aligned)";
+    q = s.q;
+    qs = reinterpret_cast<float*>(s.q + grouped_fp8_act_data_bytes(T, ge.D, ge.I, KS));
+    gp.xq = q;
+    gp.xq_scale = qs;
+  }
   const GroupedSkSizes sk = grouped_sk_sizes(l);
   if (sk.warps > 0) {
     MOE_CHECK(s.sk_counters != nullptr && s.sk_partials != nullptr)
@@ -249,29 +263,40 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   lb.ctas_per_sm = 1;
   lb.pipelined = false;
   lb.tc = lb.wgmma = true;
-  auto gemm = [&](MoeGemmParams& p, int32_t* sk_counters) {
+  // The warpgroup-MMA GEMM's tiles (the whole list with a wgmma launch, else the big tiles).
+  const int32_t* wg_tiles = hybrid ? gp.big_tiles : s.tiles;
+  const int32_t* wg_num = hybrid ? gp.num_big : s.num_tiles;
+  // Its launch reads FP8 activations (act_f8) when f8.
+  auto gemm = [&](MoeGemmParams& p, int32_t* sk_counters, const void* act_f8) {
     p.K = KS;
     p.sk_counters = sk_counters;
     p.sk_partials = s.sk_partials;
     p.sorted_slot = s.sorted_slot;
+    MoeGemmParams pw = p;
+    pw.tiles = wg_tiles;
+    pw.num_tiles = wg_num;
+    if (f8) {
+      pw.act = act_f8;
+      pw.act_scale = qs;
+    }
+    if (l.wgmma) return launch_moe_gemm(pw, l, stream);
     p.tiles = s.tiles;
     p.num_tiles = s.num_tiles;
     launch_moe_gemm(p, l, stream);
-    if (hybrid) {
-      p.tiles = gp.big_tiles;
-      p.num_tiles = gp.num_big;
-      launch_moe_gemm(p, lb, stream);
-    }
+    if (hybrid) launch_moe_gemm(pw, lb, stream);
   };
   MoeGemmParams p1 = ge.gate_up;
   p1.act = s.xa;
   p1.out = s.h;
-  gemm(p1, s.sk_counters);
+  gemm(p1, s.sk_counters, q);
+  if (f8)  // h rows of the warpgroup-MMA tiles -> E4M3 (x's codes are no longer needed)
+    launch_moe_quant_rows(s.h, ge.I, wg_tiles, wg_num, list_tiles(T * KS, ge.E, kGroupedBigTile), q,
+                          qs, l.sm_count, stream);
   MoeGemmParams p2 = ge.down;
   p2.act = s.h;
   p2.slot_w = s.slot_w;
   p2.out = s.out;
-  gemm(p2, sk.warps > 0 ? s.sk_counters + sk.warps : nullptr);
+  gemm(p2, sk.warps > 0 ? s.sk_counters + sk.warps : nullptr, q);
 
   launch_moe_combine(y, y_stride, s.out, ids, ids_stride, T, ge.D, KS, ge.E, ge.shared, accumulate,
                      stream);

@@ -56,6 +56,9 @@ struct GroupedScratch {
   int32_t* sk_counters = nullptr;
   float* sk_partials = nullptr;
   float* slot_w = nullptr;  // [T*slots] f32: routing weight per slot
+  // FP8 activations of the warpgroup-MMA GEMM (GroupedLaunch::fp8_act): grouped_fp8_act_bytes
+  // bytes, 16-byte aligned (none needed when that is 0).
+  uint8_t* q = nullptr;
 };
 // Rows of GroupedScratch::tiles for tile_tokens-wide tiles (with the hybrid's big-tile list).
 int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens);

@@ -46,11 +46,32 @@ void launch_wgmma_fmt(const MoeGemmParams& p, const GroupedLaunch& l, Stream str
   launch_wgmma_bn<F, 128>(p, l, stream);
 }
 
+// FP8 weights with FP8 activations (p.act_scale): 128 weight rows per CTA (gate_up: 64 gate + 64
+// up), the registers of the per-stage partial sums.
+void launch_wgmma_f8(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  using wgmma_gemm::moe_wgmma_gemm_kernel;
+  constexpr GroupedFmt F = GroupedFmt::kFp8Block;
+  MOE_CHECK(p.Kd % 128 == 0 && p.N % 128 == 0) << "moe_wgmma_gemm (FP8 activations): N " << p.N
+                                               << " and K " << p.Kd << " must be multiples of 128";
+  auto go = [&](auto k) {
+    launch_persistent(
+        k, p, wgmma_gemm::kThreads, wgmma_gemm::kSmemBytesF8, l.sm_count, l.ctas_per_sm,
+        p.gate_up ? "moe_grouped/wgmma_f8_gate_up" : "moe_grouped/wgmma_f8_down", stream);
+  };
+  p.gate_up ? go(moe_wgmma_gemm_kernel<F, 128, true, true>)
+            : go(moe_wgmma_gemm_kernel<F, 128, false, true>);
+}
+
 void launch_wgmma(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   MOE_CHECK(8 * l.nb == wgmma_gemm::kBM)
       << "moe_wgmma_gemm: " << 8 * l.nb << "-token tiles (supported: " << wgmma_gemm::kBM << ")";
   MOE_CHECK(!p.gate_up || p.N % 128 == 0)
       << "moe_wgmma_gemm: I " << p.N << " must be a multiple of 128";
+  if (p.act_scale != nullptr) {
+    MOE_CHECK(static_cast<GroupedFmt>(p.fmt) == GroupedFmt::kFp8Block)
+        << "moe_wgmma_gemm: FP8 activations need FP8 weights (format " << p.fmt << ")";
+    return launch_wgmma_f8(p, l, stream);
+  }
   switch (static_cast<GroupedFmt>(p.fmt)) {
     case GroupedFmt::kBf16:
       return launch_wgmma_fmt<GroupedFmt::kBf16>(p, l, stream);
@@ -65,9 +86,13 @@ void launch_wgmma(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream)
 template <GroupedFmt F>
 int wgmma_regs() {
   using namespace wgmma_gemm;
-  return std::max({kernel_regs(moe_wgmma_gemm_kernel<F, 256, true>),
-                   kernel_regs(moe_wgmma_gemm_kernel<F, 256, false>),
-                   kernel_regs(moe_wgmma_gemm_kernel<F, 128, false>)});
+  int r = std::max({kernel_regs(moe_wgmma_gemm_kernel<F, 256, true>),
+                    kernel_regs(moe_wgmma_gemm_kernel<F, 256, false>),
+                    kernel_regs(moe_wgmma_gemm_kernel<F, 128, false>)});
+  if constexpr (F == GroupedFmt::kFp8Block)
+    r = std::max({r, kernel_regs(moe_wgmma_gemm_kernel<F, 128, true, true>),
+                  kernel_regs(moe_wgmma_gemm_kernel<F, 128, false, true>)});
+  return r;
 }
 
 }  // namespace

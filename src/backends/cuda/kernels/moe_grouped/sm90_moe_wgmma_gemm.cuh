@@ -18,6 +18,14 @@
 // overlap the stores.
 // gate_up: the BN rows of a CTA are BN/2 gate + BN/2 up rows interleaved by 8 (n8 blocks gate, up,
 // gate, up...), so a thread's accumulators hold gate and up of the same output column.
+// FP8 activations (F8: FP8 block-128 weights, GroupedLaunch::fp8_act): activations arrive as E4M3
+// with an f32 scale per (row, 128 k) (moe_group for x, moe_quant_rows for h); a stage is then
+// 128 k of both operands as stored (the same 128-byte rows), computed by wgmma e4m3 into per-stage
+// partial sums in two halves of 64 weight rows (the first half is scaled while the tensor cores
+// run the second) and added to the f32 accumulators times (activation scale x weight block
+// scale); 128 weight rows per CTA (the partial sums' registers), 6 stages, scales loaded one
+// stage ahead. (H200, glm5 FP8 T 2048 / 4096 / 8192: 5487 / 9044 / 15343 us with F16
+// activations -> 4301 / 6689 / 11321; docs/perf.md 2026-12-01.)
 // Deterministic: every output element is written once.
 #pragma once
 
@@ -40,11 +48,17 @@ constexpr int kBK = 64;        // k per stage (one 128-byte swizzled row)
 constexpr int kRowBytes = kBK * 2;
 constexpr int kStages = 4;  // ring depth: loads run kStages - 2 k-blocks ahead
 constexpr int kAhead = kStages - 2;
+// FP8 activations (F8, BN 128): stages of 128 k, as many bytes as the others' 64 k.
+#ifndef MOE_WGMMA_F8_STAGES
+#define MOE_WGMMA_F8_STAGES 6
+#endif
+constexpr int kStagesF8 = MOE_WGMMA_F8_STAGES;
 
 template <int BN>
 constexpr int kStageBytes = (kBM + BN) * kRowBytes;
 template <int BN>
 constexpr int kSmemBytes = kStages* kStageBytes<BN> + 1024;  // + alignment of the swizzle atoms
+constexpr int kSmemBytesF8 = kStagesF8 * kStageBytes<128> + 1024;
 static_assert(kSmemBytes<256> == grouped_wgmma_smem_bytes(256) &&
               kSmemBytes<128> == grouped_wgmma_smem_bytes(128));
 
@@ -94,8 +108,12 @@ __device__ __forceinline__ void fence_proxy_async() {
   MOE_WG_F4(d, i), MOE_WG_F4(d, i + 4), MOE_WG_F4(d, i + 8), MOE_WG_F4(d, i + 12)
 #define MOE_WG_F64(d, i) \
   MOE_WG_F16(d, i), MOE_WG_F16(d, i + 16), MOE_WG_F16(d, i + 32), MOE_WG_F16(d, i + 48)
+#define MOE_WG_ACC32(d) MOE_WG_F16(d, 0), MOE_WG_F16(d, 16)
 #define MOE_WG_ACC64(d) MOE_WG_F64(d, 0)
 #define MOE_WG_ACC128(d) MOE_WG_F64(d, 0), MOE_WG_F64(d, 64)
+#define MOE_WG_REGS32                                                    \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" \
+  ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define MOE_WG_REGS64                                                                \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"             \
   ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
@@ -118,6 +136,20 @@ __device__ __forceinline__ void fence_proxy_async() {
                  : MOE_WG_ACC##NACC(d)                                                 \
                  : "l"(da), "l"(db), "r"(1));                                          \
   }
+// FP8 (E4M3 x E4M3, k 32): scale-d from the last operand (0: d = A x B, 1: d += A x B).
+#define MOE_WGMMA_F8_DEF(N, NACC, IA, IB, IS)                                           \
+  __device__ __forceinline__ void wgmma_m64n##N##k32_e4m3(float(&d)[NACC], uint64_t da, \
+                                                          uint64_t db, int scale_d) {   \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IS                                \
+                 ", 0;\n"                                                               \
+                 "wgmma.mma_async.sync.aligned.m64n" #N                                 \
+                 "k32.f32.e4m3.e4m3"                                                    \
+                 " {" MOE_WG_REGS##NACC "}, %" IA ", %" IB ", p, 1, 1;\n}\n"            \
+                 : MOE_WG_ACC##NACC(d)                                                  \
+                 : "l"(da), "l"(db), "r"(scale_d));                                     \
+  }
+MOE_WGMMA_F8_DEF(64, 32, "32", "33", "34")
+#undef MOE_WGMMA_F8_DEF
 MOE_WGMMA_DEF(128, 64, bf16, "64", "65", "66")
 MOE_WGMMA_DEF(256, 128, bf16, "128", "129", "130")
 MOE_WGMMA_DEF(128, 64, f16, "64", "65", "66")
@@ -127,6 +159,8 @@ MOE_WGMMA_DEF(256, 128, f16, "128", "129", "130")
 #undef MOE_WG_REGS64
 #undef MOE_WG_ACC128
 #undef MOE_WG_ACC64
+#undef MOE_WG_ACC32
+#undef MOE_WG_REGS32
 #undef MOE_WG_F64
 #undef MOE_WG_F16
 #undef MOE_WG_F4
@@ -153,14 +187,15 @@ __device__ __forceinline__ void wgmma_k16(float (&acc)[BN / 2], uint64_t da, uin
 #endif
 }
 
-// Weight bytes per row of one 64-k block, and the 16-byte global chunks of a stage's BN rows each
-// thread loads (BF16 by cp.async; FP8 and NVFP4 through registers, dequantized to F16).
-template <GroupedFmt F>
-constexpr int kWRowBytes = F == GroupedFmt::kBf16       ? 128
+// Weight bytes per row of one stage (64 k; 128 k with FP8 activations, F8), and the 16-byte global
+// chunks of a stage's BN rows each thread loads (BF16 and F8 by cp.async; FP8 and NVFP4 with F16
+// activations through registers, dequantized to F16).
+template <GroupedFmt F, bool F8>
+constexpr int kWRowBytes = F8 || F == GroupedFmt::kBf16 ? 128
                            : F == GroupedFmt::kFp8Block ? 64
                                                         : 32;
-template <GroupedFmt F, int BN>
-constexpr int kWLoads = BN*(kWRowBytes<F> / 16) / kThreads;
+template <GroupedFmt F, int BN, bool F8>
+constexpr int kWLoads = BN*(kWRowBytes<F, F8> / 16) / kThreads;
 
 // Staged weight row r (0..BN-1) of n-block nblk: matrix and row in it. gate_up interleaves gate
 // and up by 8 rows.
@@ -175,43 +210,68 @@ __device__ __forceinline__ void staged_row(int r, int64_t nblk, int* m, int64_t*
   }
 }
 
+// Activation row of token `tok` of a tile: gate_up gathers token rows, down reads grouped rows.
+template <bool GU>
+__device__ __forceinline__ int64_t act_row(const MoeGemmParams& p, int pos0, int tok) {
+  return GU ? p.sorted_slot[pos0 + tok] / p.K : pos0 + tok;
+}
+
 // One work item's identity (tile and n-block) and this thread's copy sources.
-template <GroupedFmt F, int BN, bool GU>
+template <GroupedFmt F, int BN, bool GU, bool F8>
 struct ItemSrc {
   int e, pos0, cnt;
   int64_t nblk;
-  const uint16_t* a[kBM / 32];       // gathered activation rows crow + 32 i, chunk ch
-  const uint8_t* w[kWLoads<F, BN>];  // this thread's weight chunks (k-block 0)
-  const void* s[kWLoads<F, BN>];     // fp8: the block-scale row; nvfp4: the scale row
+  const uint8_t* a[kBM / 32];            // gathered activation rows crow + 32 i, chunk ch
+  const uint8_t* w[kWLoads<F, BN, F8>];  // this thread's weight chunks (k-block 0)
+  const void* s[kWLoads<F, BN, F8>];     // fp8: the block-scale row; nvfp4: the scale row
+  // F8: the activation scale rows of this thread's two tokens (accumulators q < 2, q >= 2) and
+  // the weight block-scale rows of its columns (gate_up: gate, up; down: one 128-row block).
+  const float* sa[2];
+  const float* sw[2];
 };
 
-template <GroupedFmt F, int BN, bool GU>
-__device__ __forceinline__ ItemSrc<F, BN, GU> item_src(const MoeGemmParams& p, int64_t item,
-                                                       int64_t n_blocks, int tid) {
-  constexpr int kChunks = kWRowBytes<F> / 16;  // global 16-byte chunks per row per k-block
-  ItemSrc<F, BN, GU> s;
+template <GroupedFmt F, int BN, bool GU, bool F8>
+__device__ __forceinline__ ItemSrc<F, BN, GU, F8> item_src(const MoeGemmParams& p, int64_t item,
+                                                           int64_t n_blocks, int tid) {
+  constexpr int kChunks = kWRowBytes<F, F8> / 16;  // global 16-byte chunks per row per k-block
+  ItemSrc<F, BN, GU, F8> s;
   const int64_t tile = item / n_blocks;
   s.nblk = item % n_blocks;
   const int4 td = reinterpret_cast<const int4*>(p.tiles)[tile];
   s.e = td.x, s.pos0 = td.y, s.cnt = td.z;
-  const uint16_t* act = static_cast<const uint16_t*>(p.act);
+  const uint8_t* act = static_cast<const uint8_t*>(p.act);
+  const int64_t act_row_bytes = p.Kd * (F8 ? 1 : 2);
   const int ch = tid & 7, crow = tid >> 3;
 #pragma unroll
   for (int i = 0; i < kBM / 32; ++i) {
     const int tok = min(crow + 32 * i, s.cnt - 1);
-    const int64_t r = GU ? p.sorted_slot[s.pos0 + tok] / p.K : s.pos0 + tok;
-    s.a[i] = act + r * p.Kd + ch * 8;
+    s.a[i] = act + act_row<GU>(p, s.pos0, tok) * act_row_bytes + ch * 16;
+  }
+  if constexpr (F8) {
+    const int warp = tid >> 5;
+    const int64_t kb = p.Kd / 128;
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int tok =
+          min((warp >> 2) * 64 + (warp & 3) * 16 + ((tid & 31) >> 2) + 8 * hh, s.cnt - 1);
+      s.sa[hh] = p.act_scale + act_row<GU>(p, s.pos0, tok) * kb;
+    }
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+      const int64_t row0 = GU ? s.nblk * (BN / 2) : s.nblk * BN;  // one 128-row block (BN 128)
+      s.sw[m] = static_cast<const float*>(p.s[GU ? m : 0][s.e]) + (row0 / 128) * kb;
+    }
   }
   const int64_t row_bytes = grouped::grouped_row_bytes(F, p.Kd);
 #pragma unroll
-  for (int i = 0; i < kWLoads<F, BN>; ++i) {
+  for (int i = 0; i < kWLoads<F, BN, F8>; ++i) {
     const int u = tid + i * kThreads, r = u / kChunks, q = u % kChunks;
     int m;
     int64_t wr;
     staged_row<BN, GU>(r, s.nblk, &m, &wr);
     s.w[i] = static_cast<const uint8_t*>(p.w[m][s.e]) +
              grouped::packed_data_offset(p.packed, row_bytes, wr, q * 16);
-    if constexpr (F == GroupedFmt::kFp8Block)
+    if constexpr (F == GroupedFmt::kFp8Block && !F8)
       s.s[i] = static_cast<const float*>(p.s[m][s.e]) + (wr / 128) * (p.Kd / 128);
     else if constexpr (F == GroupedFmt::kNvfp4)
       s.s[i] = static_cast<const uint8_t*>(p.s[m][s.e]) +
@@ -223,20 +283,27 @@ __device__ __forceinline__ ItemSrc<F, BN, GU> item_src(const MoeGemmParams& p, i
 }
 
 // A quantized stage's weights in registers between their global load and the shared store.
-template <GroupedFmt F, int BN>
+template <GroupedFmt F, int BN, bool F8>
 struct WRegs {
-  uint4 w[kWLoads<F, BN>];
-  float sf[kWLoads<F, BN>];     // fp8 block scale
-  uint16_t sn[kWLoads<F, BN>];  // nvfp4: the two e4m3 scales of the chunk's 32 k
+  uint4 w[kWLoads<F, BN, F8>];
+  float sf[kWLoads<F, BN, F8>];     // fp8 block scale
+  uint16_t sn[kWLoads<F, BN, F8>];  // nvfp4: the two e4m3 scales of the chunk's 32 k
 };
 
-template <GroupedFmt F, int BN, bool GU>
+// F8 (FP8 weights, p.act E4M3 with p.act_scale; BN 128): a stage is 128 k of both operands as
+// they are (128-byte rows, the same swizzle), four wgmma m64n128k32 e4m3 into a partial sum per
+// stage, which is then scaled by (activation scale of its token) x (weight scale of its 128-row
+// block) and added to the accumulators (F32) before the next stage's wgmma.
+template <GroupedFmt F, int BN, bool GU, bool F8 = false>
 __global__ void __launch_bounds__(kThreads, 1)
     moe_wgmma_gemm_kernel(const __grid_constant__ MoeGemmParams p) {
+  static_assert(!F8 || (F == GroupedFmt::kFp8Block && BN == 128));
   constexpr int kAStage = kBM * kRowBytes;
   constexpr int kNAcc = BN / 2;  // f32 accumulators per thread (m64nBN over 128 threads)
-  constexpr int kChunks = kWRowBytes<F> / 16;
-  constexpr bool kQuant = F != GroupedFmt::kBf16;
+  constexpr int kChunks = kWRowBytes<F, F8> / 16;
+  constexpr bool kQuant = F != GroupedFmt::kBf16 && !F8;
+  constexpr int kStageK = F8 ? 128 : kBK;                       // k per stage
+  constexpr int kSt = F8 ? kStagesF8 : kStages, kAh = kSt - 2;  // ring depth, k-blocks ahead
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem_s =
       (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
@@ -246,9 +313,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int g = lane >> 2, c = lane & 3;
   const int64_t n_blocks = GU ? p.N / (BN / 2) : p.N / BN;
   const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * n_blocks;
-  const int64_t ksteps = p.Kd / kBK;
+  const int64_t ksteps = p.Kd / kStageK;
   // Bytes from k-block 0's weights and scales to those of k-block ks (either layout,
-  // dequant_bits.h): a k-block of 64 k is kWRowBytes of a row, i.e. two (BF16), one (FP8) or half
+  // dequant_bits.h): a k-block is kWRowBytes of a row, i.e. two (BF16, F8), one (FP8) or half
   // (NVFP4) a layout step of 64 bytes; within a step, 32 bytes further are 32 bytes further.
   static_assert(kBK == 64);
   const bool packed = p.packed;
@@ -256,28 +323,28 @@ __global__ void __launch_bounds__(kThreads, 1)
                 s_kstep = grouped::nvfp4_scale_kstep(packed),
                 s_half = grouped::nvfp4_scale_offset(packed, p.Kd, 0, 4);
   auto w_off = [&](int64_t ks) {
-    return (ks * kWRowBytes<F> / 64) * w_kstep + (ks * kWRowBytes<F>) % 64;
+    return (ks * kWRowBytes<F, F8> / 64) * w_kstep + (ks * kWRowBytes<F, F8>) % 64;
   };
   const uint32_t a_dst = swz(tid >> 3, tid & 7);
 
-  auto load_a = [&](const ItemSrc<F, BN, GU>& s, int64_t ks, int stage) {
+  auto load_a = [&](const ItemSrc<F, BN, GU, F8>& s, int64_t ks, int stage) {
     const uint32_t base = smem_s + stage * kStageBytes<BN>;
 #pragma unroll
     for (int i = 0; i < kBM / 32; ++i)
-      cp_async16(base + a_dst + i * 32 * kRowBytes, s.a[i] + ks * kBK);
+      cp_async16(base + a_dst + i * 32 * kRowBytes, s.a[i] + ks * kRowBytes);
     if constexpr (!kQuant) {
 #pragma unroll
-      for (int i = 0; i < kWLoads<F, BN>; ++i) {
+      for (int i = 0; i < kWLoads<F, BN, F8>; ++i) {
         const int u = tid + i * kThreads;
         cp_async16(base + kAStage + swz(u >> 3, u & 7), s.w[i] + w_off(ks));
       }
     }
   };
   // Quantized weights: global -> registers (one k-block ahead) -> F16 in shared memory.
-  auto load_w = [&](const ItemSrc<F, BN, GU>& s, int64_t ks, WRegs<F, BN>& R) {
+  auto load_w = [&](const ItemSrc<F, BN, GU, F8>& s, int64_t ks, WRegs<F, BN, F8>& R) {
     if constexpr (kQuant) {
 #pragma unroll
-      for (int i = 0; i < kWLoads<F, BN>; ++i) {
+      for (int i = 0; i < kWLoads<F, BN, F8>; ++i) {
         R.w[i] = grouped::ld_stream(s.w[i] + w_off(ks));
         if constexpr (F == GroupedFmt::kFp8Block)
           R.sf[i] = __ldg(static_cast<const float*>(s.s[i]) + (ks * kBK) / 128);
@@ -287,11 +354,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   };
-  auto store_w = [&](const WRegs<F, BN>& R, int stage) {
+  auto store_w = [&](const WRegs<F, BN, F8>& R, int stage) {
     if constexpr (kQuant) {
       const uint32_t base = smem_s + stage * kStageBytes<BN> + kAStage;
 #pragma unroll
-      for (int i = 0; i < kWLoads<F, BN>; ++i) {
+      for (int i = 0; i < kWLoads<F, BN, F8>; ++i) {
         const int u = tid + i * kThreads, r = u / kChunks, q = u % kChunks;
         uint32_t o[2 * grouped::Fmt<F>::kMmas];
         if constexpr (F == GroupedFmt::kFp8Block) {
@@ -316,15 +383,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   };
-  WRegs<F, BN> R;
-  auto prologue = [&](const ItemSrc<F, BN, GU>& s) {
+  WRegs<F, BN, F8> R;
+  auto prologue = [&](const ItemSrc<F, BN, GU, F8>& s) {
     if constexpr (kQuant) {
       load_w(s, 0, R);
       store_w(R, 0);
       if (ksteps > 1) load_w(s, 1, R);
     }
 #pragma unroll
-    for (int st = 0; st < kAhead; ++st) {
+    for (int st = 0; st < kAh; ++st) {
       if (st < ksteps) load_a(s, st, st);
       cp_async_commit();
     }
@@ -332,28 +399,42 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   int64_t item = blockIdx.x;
   if (item >= n_items) return;
-  ItemSrc<F, BN, GU> cur = item_src<F, BN, GU>(p, item, n_blocks, tid);
+  ItemSrc<F, BN, GU, F8> cur = item_src<F, BN, GU, F8>(p, item, n_blocks, tid);
   prologue(cur);
   float acc[kNAcc];
+  // F8: the scales of the next stage (activation: the thread's two tokens; weights: gate, up /
+  // down), loaded a stage ahead of their use.
+  float nsa[2] = {0.f, 0.f}, nsw[2] = {0.f, 0.f};
+  auto load_scales = [&](int64_t ks) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) nsa[i] = __ldg(cur.sa[i] + ks), nsw[i] = __ldg(cur.sw[i] + ks);
+  };
+  // F8: this stage's partial sums, of staged rows 0..63 and 64..127 (two wgmma groups: the first
+  // half is scaled while the tensor cores work on the second).
+  float part[2][F8 ? kNAcc / 2 : 1];
   while (true) {
 #pragma unroll
     for (int i = 0; i < kNAcc; ++i) acc[i] = 0.f;
     fence_acc(acc);
+    if constexpr (F8) load_scales(0);
     int stage = 0;
     for (int64_t ks = 0; ks < ksteps; ++ks) {
       if constexpr (kQuant) {
         // k-block ks + 1 into its stage (last read by the wgmma of ks - 3: done everywhere), then
         // the loads of ks + 2.
-        if (ks + 1 < ksteps) store_w(R, stage + 1 == kStages ? 0 : stage + 1);
+        if (ks + 1 < ksteps) store_w(R, stage + 1 == kSt ? 0 : stage + 1);
         if (ks + 2 < ksteps) load_w(cur, ks + 2, R);
       }
-      cp_async_wait<kAhead - 1>();
+      // F8: this stage's scales, and the next stage's requested (one stage ahead).
+      const float sca[2] = {nsa[0], nsa[1]}, scw[2] = {nsw[0], nsw[1]};
+      if (F8 && ks + 1 < ksteps) load_scales(ks + 1);
+      cp_async_wait<kAh - 1>();
       fence_proxy_async();
       __syncthreads();  // stage ks visible to all; the wgmma of ks - 2 are done in every warp
       {
-        const int64_t nk = ks + kAhead;
-        int ns = stage + kAhead;
-        if (ns >= kStages) ns -= kStages;
+        const int64_t nk = ks + kAh;
+        int ns = stage + kAh;
+        if (ns >= kSt) ns -= kSt;
         if (nk < ksteps) load_a(cur, nk, ns);
         cp_async_commit();
       }
@@ -361,19 +442,50 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint32_t sb = smem_s + stage * kStageBytes<BN> + kAStage;
       const uint64_t da = smem_desc(sa), db = smem_desc(sb);
       wgmma_fence();
+      if constexpr (F8) {
+#ifdef MOE_WGMMA_ENABLED
 #pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk) wgmma_k16<F, BN>(acc, da + 2 * kk, db + 2 * kk);
-      wgmma_commit();
-      wgmma_wait<1>();
-      stage = stage + 1 == kStages ? 0 : stage + 1;
+        for (int hf = 0; hf < 2; ++hf) {  // staged rows 64 hf.. (64 rows x 128 B = 512 x 16 B)
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk)
+            wgmma_m64n64k32_e4m3(part[hf], da + 2 * kk, db + 512 * hf + 2 * kk, kk);
+          wgmma_commit();
+        }
+#else
+        __trap();
+#endif
+        // Accumulator 4 j + q: token half q >> 1, staged row 8 j + 2 c + (q & 1) (gate_up: matrix
+        // j & 1); part[hf][i] is accumulator 32 hf + i.
+        const float sc[4] = {sca[0] * scw[0], sca[1] * scw[0], sca[0] * scw[GU ? 1 : 0],
+                             sca[1] * scw[GU ? 1 : 0]};
+        auto promote = [&](int hf) {
+          fence_acc(part[hf]);
+#pragma unroll
+          for (int i = 0; i < kNAcc / 2; ++i) {
+            const int j = i / 4, q = i % 4;
+            acc[32 * hf + i] =
+                fmaf(part[hf][i], sc[(GU ? (j & 1) * 2 : 0) + (q >> 1)], acc[32 * hf + i]);
+          }
+        };
+        wgmma_wait<1>();
+        promote(0);
+        wgmma_wait<0>();
+        promote(1);
+      } else {
+#pragma unroll
+        for (int kk = 0; kk < kBK / 16; ++kk) wgmma_k16<F, BN>(acc, da + 2 * kk, db + 2 * kk);
+        wgmma_commit();
+        wgmma_wait<1>();
+      }
+      stage = stage + 1 == kSt ? 0 : stage + 1;
     }
     wgmma_wait<0>();
     fence_acc(acc);
     __syncthreads();  // every warpgroup is done reading the ring
-    const ItemSrc<F, BN, GU> done = cur;
+    const ItemSrc<F, BN, GU, F8> done = cur;
     const int64_t next = item + gridDim.x;
     if (next < n_items) {
-      cur = item_src<F, BN, GU>(p, next, n_blocks, tid);
+      cur = item_src<F, BN, GU, F8>(p, next, n_blocks, tid);
       prologue(cur);  // overlaps the epilogue below
     }
 
