@@ -46,20 +46,29 @@ void launch_wgmma_fmt(const MoeGemmParams& p, const GroupedLaunch& l, Stream str
   launch_wgmma_bn<F, 128>(p, l, stream);
 }
 
-// FP8 weights with FP8 activations (p.act_scale): 128 weight rows per CTA (gate_up: 64 gate + 64
-// up), the registers of the per-stage partial sums.
-void launch_wgmma_f8(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+// FP8 weights with FP8 activations (p.act_scale): 256 weight rows per CTA like the F16 kernel
+// (gate_up: 128 gate + 128 up, whole 128-row scale blocks), 128 for a down GEMM whose D is not a
+// multiple of 256.
+template <int BN>
+void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   using wgmma_gemm::moe_wgmma_gemm_kernel;
   constexpr GroupedFmt F = GroupedFmt::kFp8Block;
-  MOE_CHECK(p.Kd % 128 == 0 && p.N % 128 == 0) << "moe_wgmma_gemm (FP8 activations): N " << p.N
-                                               << " and K " << p.Kd << " must be multiples of 128";
   auto go = [&](auto k) {
     launch_persistent(
-        k, p, wgmma_gemm::kThreads, wgmma_gemm::kSmemBytesF8, l.sm_count, l.ctas_per_sm,
+        k, p, wgmma_gemm::kThreads, wgmma_gemm::kSmemBytesF8<BN>, l.sm_count, l.ctas_per_sm,
         p.gate_up ? "moe_grouped/wgmma_f8_gate_up" : "moe_grouped/wgmma_f8_down", stream);
   };
-  p.gate_up ? go(moe_wgmma_gemm_kernel<F, 128, true, true>)
-            : go(moe_wgmma_gemm_kernel<F, 128, false, true>);
+  if constexpr (BN == 256)
+    p.gate_up ? go(moe_wgmma_gemm_kernel<F, BN, true, true>)
+              : go(moe_wgmma_gemm_kernel<F, BN, false, true>);
+  else
+    go(moe_wgmma_gemm_kernel<F, BN, false, true>);
+}
+void launch_wgmma_f8(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  MOE_CHECK(p.Kd % 128 == 0 && p.N % 128 == 0) << "moe_wgmma_gemm (FP8 activations): N " << p.N
+                                               << " and K " << p.Kd << " must be multiples of 128";
+  if (p.gate_up || p.N % 256 == 0) return launch_wgmma_f8_bn<256>(p, l, stream);
+  launch_wgmma_f8_bn<128>(p, l, stream);
 }
 
 void launch_wgmma(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
@@ -90,7 +99,8 @@ int wgmma_regs() {
                     kernel_regs(moe_wgmma_gemm_kernel<F, 256, false>),
                     kernel_regs(moe_wgmma_gemm_kernel<F, 128, false>)});
   if constexpr (F == GroupedFmt::kFp8Block)
-    r = std::max({r, kernel_regs(moe_wgmma_gemm_kernel<F, 128, true, true>),
+    r = std::max({r, kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, true>),
+                  kernel_regs(moe_wgmma_gemm_kernel<F, 256, false, true>),
                   kernel_regs(moe_wgmma_gemm_kernel<F, 128, false, true>)});
   return r;
 }

@@ -20,12 +20,12 @@
 // gate, up...), so a thread's accumulators hold gate and up of the same output column.
 // FP8 activations (F8: FP8 block-128 weights, GroupedLaunch::fp8_act): activations arrive as E4M3
 // with an f32 scale per (row, 128 k) (moe_group for x, moe_quant_rows for h); a stage is then
-// 128 k of both operands as stored (the same 128-byte rows), computed by wgmma e4m3 into per-stage
-// partial sums in two halves of 64 weight rows (the first half is scaled while the tensor cores
-// run the second) and added to the f32 accumulators times (activation scale x weight block
-// scale); 128 weight rows per CTA (the partial sums' registers), 6 stages, scales loaded one
-// stage ahead. (H200, glm5 FP8 T 2048 / 4096 / 8192: 5487 / 9044 / 15343 us with F16
-// activations -> 4301 / 6689 / 11321; docs/perf.md 2026-12-01.)
+// 128 k of both operands as stored (the same 128-byte rows), computed by wgmma e4m3 per quarter of
+// 64 weight rows into a partial sum that is scaled by (activation scale x weight block scale) and
+// added to the f32 accumulators while the tensor cores run the next quarter; BN 256 like the F16
+// kernel (4 stages; 128 and 6 stages for a down GEMM with D % 256 != 0), scales loaded a stage
+// ahead. (H200, glm5 FP8 T 2048 / 4096 / 8192: 5487 / 9044 / 15343 us with F16 activations ->
+// 3380 / 5289 / 9484; docs/perf.md 2026-12-01.)
 // Deterministic: every output element is written once.
 #pragma once
 
@@ -48,17 +48,18 @@ constexpr int kBK = 64;        // k per stage (one 128-byte swizzled row)
 constexpr int kRowBytes = kBK * 2;
 constexpr int kStages = 4;  // ring depth: loads run kStages - 2 k-blocks ahead
 constexpr int kAhead = kStages - 2;
-// FP8 activations (F8, BN 128): stages of 128 k, as many bytes as the others' 64 k.
-#ifndef MOE_WGMMA_F8_STAGES
-#define MOE_WGMMA_F8_STAGES 6
-#endif
-constexpr int kStagesF8 = MOE_WGMMA_F8_STAGES;
+// FP8 activations (F8): stages of 128 k, as many bytes as the others' 64 k; as many stages as
+// the 4 stages of BN 256 take (197,632 bytes with the alignment).
+template <int BN>
+constexpr int kStagesF8 = BN == 256 ? 4 : 6;
 
 template <int BN>
 constexpr int kStageBytes = (kBM + BN) * kRowBytes;
 template <int BN>
 constexpr int kSmemBytes = kStages* kStageBytes<BN> + 1024;  // + alignment of the swizzle atoms
-constexpr int kSmemBytesF8 = kStagesF8 * kStageBytes<128> + 1024;
+template <int BN>
+constexpr int kSmemBytesF8 = kStagesF8<BN>* kStageBytes<BN> + 1024;
+static_assert(kSmemBytesF8<128> <= kSmemBytes<256> && kSmemBytesF8<256> == kSmemBytes<256>);
 static_assert(kSmemBytes<256> == grouped_wgmma_smem_bytes(256) &&
               kSmemBytes<128> == grouped_wgmma_smem_bytes(128));
 
@@ -225,9 +226,13 @@ struct ItemSrc {
   const uint8_t* w[kWLoads<F, BN, F8>];  // this thread's weight chunks (k-block 0)
   const void* s[kWLoads<F, BN, F8>];     // fp8: the block-scale row; nvfp4: the scale row
   // F8: the activation scale rows of this thread's two tokens (accumulators q < 2, q >= 2) and
-  // the weight block-scale rows of its columns (gate_up: gate, up; down: one 128-row block).
+  // the weight block-scale rows of its columns (gate_up: gate, up; down: staged rows 0..127,
+  // 128..255).
   const float* sa[2];
   const float* sw[2];
+  // F8: w[i] = w[0] + i * wstr (chunks i are 32 staged rows apart: the same matrix, 16 (gate_up)
+  // or 32 rows further; one pointer instead of kWLoads for the registers).
+  int64_t wstr;
 };
 
 template <GroupedFmt F, int BN, bool GU, bool F8>
@@ -257,8 +262,8 @@ __device__ __forceinline__ ItemSrc<F, BN, GU, F8> item_src(const MoeGemmParams& 
       s.sa[hh] = p.act_scale + act_row<GU>(p, s.pos0, tok) * kb;
     }
 #pragma unroll
-    for (int m = 0; m < 2; ++m) {
-      const int64_t row0 = GU ? s.nblk * (BN / 2) : s.nblk * BN;  // one 128-row block (BN 128)
+    for (int m = 0; m < 2; ++m) {  // gate_up: BN / 2 <= 128 rows of each matrix, 128-aligned
+      const int64_t row0 = GU ? s.nblk * (BN / 2) : s.nblk * BN + (BN == 256 ? 128 * m : 0);
       s.sw[m] = static_cast<const float*>(p.s[GU ? m : 0][s.e]) + (row0 / 128) * kb;
     }
   }
@@ -279,6 +284,7 @@ __device__ __forceinline__ ItemSrc<F, BN, GU, F8> item_src(const MoeGemmParams& 
     else
       s.s[i] = nullptr;
   }
+  if constexpr (F8) s.wstr = s.w[1] - s.w[0];
   return s;
 }
 
@@ -290,20 +296,21 @@ struct WRegs {
   uint16_t sn[kWLoads<F, BN, F8>];  // nvfp4: the two e4m3 scales of the chunk's 32 k
 };
 
-// F8 (FP8 weights, p.act E4M3 with p.act_scale; BN 128): a stage is 128 k of both operands as
-// they are (128-byte rows, the same swizzle), four wgmma m64n128k32 e4m3 into a partial sum per
-// stage, which is then scaled by (activation scale of its token) x (weight scale of its 128-row
-// block) and added to the accumulators (F32) before the next stage's wgmma.
+// F8 (FP8 weights, p.act E4M3 with p.act_scale): a stage is 128 k of both operands as they are
+// (128-byte rows, the same swizzle); per quarter of 64 staged rows four wgmma m64n64k32 e4m3 into
+// a partial sum, which is then scaled by (activation scale of its token) x (weight scale of its
+// 128-row block) and added to the F32 accumulators while the tensor cores run the next quarter
+// (two partial-sum buffers).
 template <GroupedFmt F, int BN, bool GU, bool F8 = false>
 __global__ void __launch_bounds__(kThreads, 1)
     moe_wgmma_gemm_kernel(const __grid_constant__ MoeGemmParams p) {
-  static_assert(!F8 || (F == GroupedFmt::kFp8Block && BN == 128));
+  static_assert(!F8 || F == GroupedFmt::kFp8Block);
   constexpr int kAStage = kBM * kRowBytes;
   constexpr int kNAcc = BN / 2;  // f32 accumulators per thread (m64nBN over 128 threads)
   constexpr int kChunks = kWRowBytes<F, F8> / 16;
   constexpr bool kQuant = F != GroupedFmt::kBf16 && !F8;
-  constexpr int kStageK = F8 ? 128 : kBK;                       // k per stage
-  constexpr int kSt = F8 ? kStagesF8 : kStages, kAh = kSt - 2;  // ring depth, k-blocks ahead
+  constexpr int kStageK = F8 ? 128 : kBK;                           // k per stage
+  constexpr int kSt = F8 ? kStagesF8<BN> : kStages, kAh = kSt - 2;  // ring depth, ahead
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem_s =
       (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
@@ -336,7 +343,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int i = 0; i < kWLoads<F, BN, F8>; ++i) {
         const int u = tid + i * kThreads;
-        cp_async16(base + kAStage + swz(u >> 3, u & 7), s.w[i] + w_off(ks));
+        cp_async16(base + kAStage + swz(u >> 3, u & 7),
+                   (F8 ? s.w[0] + i * s.wstr : s.w[i]) + w_off(ks));
       }
     }
   };
@@ -409,9 +417,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int i = 0; i < 2; ++i) nsa[i] = __ldg(cur.sa[i] + ks), nsw[i] = __ldg(cur.sw[i] + ks);
   };
-  // F8: this stage's partial sums, of staged rows 0..63 and 64..127 (two wgmma groups: the first
-  // half is scaled while the tensor cores work on the second).
-  float part[2][F8 ? kNAcc / 2 : 1];
+  // F8: partial sums of a quarter of 64 staged rows (two buffers: one is scaled while the tensor
+  // cores fill the other).
+  constexpr int kQuarters = BN / 64;
+  float part[2][F8 ? 32 : 1];
   while (true) {
 #pragma unroll
     for (int i = 0; i < kNAcc; ++i) acc[i] = 0.f;
@@ -444,33 +453,42 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmma_fence();
       if constexpr (F8) {
 #ifdef MOE_WGMMA_ENABLED
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {  // staged rows 64 hf.. (64 rows x 128 B = 512 x 16 B)
+        // Quarter qd: staged rows 64 qd.. (64 rows x 128 B = 512 x 16 B) into part[qd & 1].
+        auto issue = [&](int qd) {
 #pragma unroll
           for (int kk = 0; kk < 4; ++kk)
-            wgmma_m64n64k32_e4m3(part[hf], da + 2 * kk, db + 512 * hf + 2 * kk, kk);
+            wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
           wgmma_commit();
-        }
+        };
 #else
-        __trap();
+        auto issue = [&](int) { __trap(); };
 #endif
         // Accumulator 4 j + q: token half q >> 1, staged row 8 j + 2 c + (q & 1) (gate_up: matrix
-        // j & 1); part[hf][i] is accumulator 32 hf + i.
-        const float sc[4] = {sca[0] * scw[0], sca[1] * scw[0], sca[0] * scw[GU ? 1 : 0],
-                             sca[1] * scw[GU ? 1 : 0]};
-        auto promote = [&](int hf) {
-          fence_acc(part[hf]);
+        // j & 1; down: 128-row block j / 16); part[qd & 1][i] is accumulator 32 qd + i.
+        const float sc[4] = {sca[0] * scw[0], sca[1] * scw[0], sca[0] * scw[1], sca[1] * scw[1]};
+        auto promote = [&](int qd) {
+          fence_acc(part[qd & 1]);
 #pragma unroll
-          for (int i = 0; i < kNAcc / 2; ++i) {
-            const int j = i / 4, q = i % 4;
-            acc[32 * hf + i] =
-                fmaf(part[hf][i], sc[(GU ? (j & 1) * 2 : 0) + (q >> 1)], acc[32 * hf + i]);
+          for (int i = 0; i < 32; ++i) {
+            const int j = 8 * qd + i / 4, q = i % 4;
+            const int m = GU ? (j & 1) : (BN == 256 ? j / 16 : 0);
+            acc[32 * qd + i] = fmaf(part[qd & 1][i], sc[2 * m + (q >> 1)], acc[32 * qd + i]);
           }
         };
-        wgmma_wait<1>();
-        promote(0);
-        wgmma_wait<0>();
-        promote(1);
+        issue(0);
+        issue(1);
+#pragma unroll
+        for (int qd = 0; qd < kQuarters; ++qd) {
+          if (qd + 1 < kQuarters)
+            wgmma_wait<1>();
+          else
+            wgmma_wait<0>();
+          promote(qd);
+          if (qd + 2 < kQuarters) {
+            wgmma_fence();  // part[qd & 1] was just read
+            issue(qd + 2);
+          }
+        }
       } else {
 #pragma unroll
         for (int kk = 0; kk < kBK / 16; ++kk) wgmma_k16<F, BN>(acc, da + 2 * kk, db + 2 * kk);
