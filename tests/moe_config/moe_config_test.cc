@@ -154,21 +154,25 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(moe_launch(d, sm120, f, 64).wgmma_min_tokens, 0);
     EXPECT_EQ(moe_launch(w, sm90, f, 4096).wgmma_min_tokens, 0);
     EXPECT_TRUE(moe_launch(w, sm90, f, 4096).wgmma);
-    // E4M3 activations: FP8 experts on the warpgroup-MMA GEMM (tc launch; the hybrid from T 512).
+    // E4M3 activations: FP8 experts on the warpgroup-MMA GEMM (tc launch; the hybrid from T 256).
     const bool fp8 = f == GroupedFmt::kFp8Block;
     EXPECT_EQ(moe_launch(w, sm90, f, 4096).fp8_act, fp8) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm90, f, 64).fp8_act) << moe_fmt_name(f);
-    EXPECT_EQ(moe_launch(d, sm90, f, 512).fp8_act, fp8) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 256).fp8_act, fp8) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, sm90, f, 255).fp8_act) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm120, f, 4096).fp8_act) << moe_fmt_name(f);
   }
-  // 32 tokens per expert: BF16 takes wgmma, FP8 and NVFP4 keep streaming 32-token tiles with the
-  // hybrid (measured, moe_config.cc); 16 per expert: 32-token tiles for BF16 and FP8.
-  EXPECT_TRUE(moe_heuristic_config({1024, 6144, 2048, 256, 8, GroupedFmt::kBf16}, sm90).wgmma);
-  for (GroupedFmt f : {GroupedFmt::kFp8Block, GroupedFmt::kNvfp4}) {
-    const MoeKernelConfig h = moe_heuristic_config({1024, 6144, 2048, 256, 8, f}, sm90);
-    EXPECT_EQ(h, (MoeKernelConfig{4, 4, 2, false})) << moe_fmt_name(f);
-    EXPECT_EQ(moe_launch(h, sm90, f, 1024).wgmma_min_tokens, 48);
+  // 32 tokens per expert: BF16 and FP8 (E4M3 activations) take wgmma, NVFP4 keeps streaming
+  // 32-token tiles with the hybrid (measured, moe_config.cc); 16 per expert: 32-token tiles for
+  // BF16 and FP8.
+  for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block}) {
+    EXPECT_TRUE(moe_heuristic_config({1024, 6144, 2048, 256, 8, f}, sm90).wgmma) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_heuristic_config({1024, 6144, 2048, 256, 8, f}, sm120).wgmma);
   }
+  const MoeKernelConfig h =
+      moe_heuristic_config({1024, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90);
+  EXPECT_EQ(h, (MoeKernelConfig{4, 4, 2, false}));
+  EXPECT_EQ(moe_launch(h, sm90, GroupedFmt::kNvfp4, 1024).wgmma_min_tokens, 48);
   for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block})
     EXPECT_EQ(moe_heuristic_config({512, 6144, 2048, 256, 8, f}, sm90),
               (MoeKernelConfig{4, 4, 2, false}))

@@ -104,11 +104,13 @@ constexpr double kTcMinTokensPerExpert = 32;
 // 5476 vs 6002), at 64 per expert wgmma (6315 vs 8217, 6136 vs 9555). The same numbers set the
 // per-expert threshold of the hybrid launch (moe_launch): an expert with that many tokens in a
 // call goes to the warpgroup-MMA GEMM (hot8 T 256, 256 tokens on each of 8 experts: BF16 293 us
-// vs 858 for the best streaming config).
+// vs 858 for the best streaming config). FP8 with E4M3 activations (2026-12-01, session 10):
+// T 1024 (32 per expert) wgmma 3318 us against 4312 for nb 4, T 512 (16 per expert) 3194 against
+// 2756: the tc launch from 32 per expert like BF16 (the hybrid's per-expert threshold stays 48).
 constexpr double kWgmmaMinTokensBf16 = 32;
 constexpr double kWgmmaMinTokensQuant = 48;
 constexpr double kTcWideTokensPerExpert = 64;
-constexpr int64_t kFp8ActMinTokensHybrid = 512;  // moe_launch
+constexpr int64_t kFp8ActMinTokensHybrid = 256;  // moe_launch
 
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim) {
   // Expected tokens per expert (T*K/E). Measured on the H200 (docs/perf.md, sweep of 2026-11-30):
@@ -172,7 +174,7 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   // Many tokens per expert: the tensor-core tile GEMM (BF16); 128-token tiles with two CTAs per
   // SM where they fit (sm_90; one on sm_120) from 64 tokens per expert, 64-token tiles below.
   // sm_90: the warpgroup-MMA GEMM for every format once most experts fill its 128-token tiles.
-  if (mean >= (bf16 ? kWgmmaMinTokensBf16 : kWgmmaMinTokensQuant)) {
+  if (mean >= (nvfp4 ? kWgmmaMinTokensQuant : kWgmmaMinTokensBf16)) {
     const MoeKernelConfig w{16, 8, 1, false, true, true};
     if (moe_config_fits(w, s.fmt, lim)) return w;
   }
@@ -204,10 +206,9 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // FP8 experts on the warpgroup-MMA GEMM take FP8 activations (E4M3 per row and 128 k).
   l.fp8_act = f == GroupedFmt::kFp8Block && (l.wgmma || l.wgmma_min_tokens > 0);
   // NOTE: measured on the H200 (2026-12-01, glm5 FP8, moe_bench --f8act 0|1): the hybrid's big
-  // experts take FP8 activations from T 512: hot8 T 64 / 256 / 1024 266 / 372 / 1396 us with F16
-  // activations, 272-299 / 403-418 / 1151-1203 with E4M3 (128-row CTAs: twice the items of the
-  // F16 kernel's 256 for a few experts, plus the quantization launch); zipf1.5 T 256 / 1024 2017 /
-  // 3524 against 2065 / 3332.
+  // experts take FP8 activations from T 256: hot8 T 256 / 512 377 / 737 us with F16 activations,
+  // 366 / 594 with E4M3; at T 64 E4M3 lost (266 against 272-299 us with the 128-row kernel of
+  // the first version: the quantization launch and few items).
   if (!c.tc && T < kFp8ActMinTokensHybrid) l.fp8_act = false;
   return l;
 }
