@@ -65,7 +65,7 @@ int cmd_generate(int argc, char** argv, int first) {
                      {"--model-path", "--prompt-ids", "--prompt", "--chat", "--max-new-tokens",
                       "--temperature", "--top-p", "--top-k", "--seed", "--device", "--threads",
                       "--output-format", "--gpu-memory", "--moe-tune-cache"},
-                     {"--ignore-eos", "--eager"});
+                     {"--ignore-eos", "--eager", "--moe-f16-activations"});
   if (!args.ok()) return fail(cmd, args.status());
   auto path = args->required("--model-path");
   if (!path.ok()) return fail(cmd, path.status());
@@ -95,6 +95,10 @@ int cmd_generate(int argc, char** argv, int first) {
                 invalid_argument("--output-format must be text or json, got '" + format + "'"));
   if (device != "cpu" && device != "cuda")
     return fail(cmd, invalid_argument("--device must be cpu or cuda, got '" + device + "'"));
+  if (args->has("--moe-f16-activations") && device != "cuda")
+    return fail(cmd, invalid_argument("--moe-f16-activations applies to --device cuda (the CPU "
+                                      "backend computes MoE experts in f32); drop it or add "
+                                      "--device cuda"));
 #ifdef MOE_HAVE_CUDA
   std::optional<cuda::DeviceInfo> dev;
   if (device == "cuda") {
@@ -217,6 +221,9 @@ int cmd_generate(int argc, char** argv, int first) {
         std::fprintf(stderr, "moengine %s: warning: %s\n", cmd.c_str(), w.c_str());
       if (tune.ok()) cuda_ops->set_moe_tune_cache(*tune);
     }
+    // FP8 experts on the warpgroup-MMA GEMM (prefill, hot experts) quantize activations to E4M3
+    // unless --moe-f16-activations.
+    cuda_ops->set_moe_fp8_activations(!args->has("--moe-f16-activations"));
     auto cuda_ws = std::make_unique<cuda::DeviceArena>(dev->ordinal, cuda_ops->stream());
     cuda_ops_raw = cuda_ops.get();
     cuda_ws_raw = cuda_ws.get();

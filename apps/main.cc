@@ -20,7 +20,7 @@ constexpr const char* kUsage =
     "                 [--max-new-tokens N] [--temperature T]\n"
     "                 [--top-p P] [--top-k K] [--seed S] [--ignore-eos] [--device cpu|cuda]\n"
     "                 [--gpu-memory GiB] [--eager] [--moe-tune-cache FILE] [--threads N]\n"
-    "                 [--output-format text|json]\n"
+    "                 [--moe-f16-activations] [--output-format text|json]\n"
     "  tokenize       --model-path DIR [--text T]   (else JSON lines {\"text\": ...} on stdin)\n"
     "  chat-template  --model-path DIR              (JSON {\"messages\": [...]} on stdin)\n"
     "  tune-moe       --model-path DIR              (measure MoE kernel configs on this GPU)\n";

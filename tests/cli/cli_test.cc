@@ -136,6 +136,9 @@ TEST_F(CliTest, BadFlags) {
                    {"outside the vocabulary"});
   expect_bad_input("generate --model-path " + dir_.string() + " --prompt-ids 1 --device tpu",
                    {"--device"});
+  expect_bad_input(
+      "generate --model-path " + dir_.string() + " --prompt-ids 1 --moe-f16-activations",
+      {"--moe-f16-activations applies to --device cuda"});
   expect_bad_input("make-tiny --arch llama --out /tmp/x", {"unknown --arch 'llama'"});
 }
 

@@ -46,6 +46,10 @@ class CudaOps final : public ops::Ops {
   void set_moe_tune_cache(std::shared_ptr<const MoeTuneCache> cache) {
     moe_tune_ = std::move(cache);
   }
+  // FP8 block-128 experts on the warpgroup-MMA GEMM take E4M3 activations per (row, 128 k)
+  // (GroupedLaunch::fp8_act, faster prefill; the default) or F16 ones (false: closer to the f32
+  // reference). Set between steps, like the tune cache.
+  void set_moe_fp8_activations(bool on) { moe_fp8_act_ = on; }
   // Reads a tune cache for device `d` (host only, no GPU needed). Errors (missing file, not
   // JSON, a version other than 1, bad fields) say what to do; `warnings` gets a line per entry
   // for `d` that does not fit it and one if no entry is for `d` (those shapes use the heuristic).
@@ -147,6 +151,7 @@ class CudaOps final : public ops::Ops {
   bool in_composite_ = false;
   TraceSink trace_;
   std::shared_ptr<const MoeTuneCache> moe_tune_;  // null: heuristic MoE launch configs
+  bool moe_fp8_act_ = true;                       // set_moe_fp8_activations
   // Pinned host staging for copy_from_host while the stream is being captured.
   void* staging_ = nullptr;
   size_t staging_size_ = 0, staging_used_ = 0;

@@ -197,7 +197,8 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
     const bool fold = shared && T <= moe_shared_fold_max_tokens(ge->fmt) &&
                       add_grouped_shared_expert(*shared, ge.get(), &why);
     // One grouped call: scratch for its slots, then the four launches.
-    auto run = [&](const GroupedExperts& g, const GroupedLaunch& l, int64_t k, bool accumulate) {
+    auto run = [&](const GroupedExperts& g, GroupedLaunch l, int64_t k, bool accumulate) {
+      if (!moe_fp8_act_) l.fp8_act = false;
       const int64_t TK = std::max<int64_t>(T * g.slots(k), 1);
       GroupedScratch s;
       s.xa = scratch({std::max<int64_t>(T, 1), D}, DType::kBF16).raw();

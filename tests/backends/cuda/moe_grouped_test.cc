@@ -186,6 +186,7 @@ class MoeGroupedTest : public ::testing::Test {
     TensorView xd = dev_->to_device(x), idd = dev_->to_device(i32(ids_dev, {T, K})),
                wd = dev_->to_device(wts);
     if (!launch) {
+      ops_->set_moe_fp8_activations(!f16_act_);
       ops_->moe_experts(y, xd, idd, wd, ew_d, shd);
     } else {  // an explicit launch (tile width, kernel) through the launcher
       auto ge = std::make_unique<GroupedExperts>();
@@ -256,10 +257,11 @@ class MoeGroupedTest : public ::testing::Test {
                           : f == Fmt::kFp8 ? GroupedFmt::kFp8Block
                                            : GroupedFmt::kNvfp4;
     const MoeDeviceLimits lim = moe_limits(ops_->device());
-    const GroupedLaunch used =
+    GroupedLaunch used =
         launch ? *launch : moe_launch(moe_heuristic_config({T, D, I, E, K, gf}, lim), lim, gf, T);
+    if (!launch && f16_act_) used.fp8_act = false;  // CudaOps::set_moe_fp8_activations(false)
     const bool f8 = grouped_fp8_act_bytes(used, gf, T, D, I, K) > 0 ||
-                    (shared_ > 0 && !launch && gf == GroupedFmt::kFp8Block &&
+                    (shared_ > 0 && !launch && !f16_act_ && gf == GroupedFmt::kFp8Block &&
                      T > moe_shared_fold_max_tokens(gf));
     if (f8) max_f8_err_ = std::max(max_f8_err_, err);
     EXPECT_LE(err, f8 ? kTolFp8Act : kTolGrouped)
@@ -349,7 +351,8 @@ class MoeGroupedTest : public ::testing::Test {
   double max_f8_emulated_rms_ = 0;
   int f8_emulated_checks_ = 0;
   bool prepare_ = false;
-  int64_t shared_ = 0;  // shared expert of shared_ * I (0: none)
+  int64_t shared_ = 0;    // shared expert of shared_ * I (0: none)
+  bool f16_act_ = false;  // CudaOps::set_moe_fp8_activations(false) for the CudaOps calls
 
   ThreadPool pool_{8};
   reference::ReferenceOps ref_{pool_};
@@ -558,6 +561,19 @@ TEST_F(MoeGroupedTest, Fp8ActivationsOnTheWarpgroupMma) {
       "emulation %.2e (tolerance %.0e)\n",
       max_f8_err_, kTolFp8Act, max_f8_emulated_err_, kTolFp8ActEmulated);
   EXPECT_GT(f8_emulated_checks_, 0) << "no case was checked against the emulation";
+}
+
+// CudaOps::set_moe_fp8_activations(false) (generate --moe-f16-activations): FP8 experts on the
+// heuristic's warpgroup-MMA launch (75 tokens per expert) with F16 activations, within the 16-bit
+// tolerance, and not the E4M3 result.
+TEST_F(MoeGroupedTest, CudaOpsCanKeepF16Activations) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  const Tensor y8 = check(Fmt::kFp8, 300, 256, 128, 8, 2);
+  f16_act_ = true;
+  const Tensor y16 = check(Fmt::kFp8, 300, 256, 128, 8, 2);
+  f16_act_ = false;
+  EXPECT_GT(rel_error(y8, y16), 1e-3) << "set_moe_fp8_activations(false) made no difference";
 }
 
 // The E4M3 activation quantization, bit for bit against quant::fp8_block_quantize per row: the
