@@ -4,6 +4,7 @@
 // heuristic for missing or no-longer-fitting entries.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -177,6 +178,30 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(moe_heuristic_config({512, 6144, 2048, 256, 8, f}, sm90),
               (MoeKernelConfig{4, 4, 2, false}))
         << moe_fmt_name(f);
+}
+
+// Scratch of the FP8 activations (GroupedScratch::q): none unless FP8 experts reach the
+// warpgroup-MMA GEMM with fp8_act (tc launch, or the hybrid at T >= its threshold); then the
+// larger of x [T, D] and h [T*KS, I] in E4M3 bytes (16-byte rounded) plus an f32 per 128.
+TEST(MoeConfig, Fp8ActivationScratch) {
+  const int64_t T = 300, D = 384, I = 256, KS = 3;
+  GroupedLaunch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+  const int64_t big = std::max(T * D, T * KS * I);  // h: 230,400
+  EXPECT_EQ(grouped_fp8_act_data_bytes(T, D, I, KS), (big + 15) / 16 * 16);
+  EXPECT_EQ(grouped_fp8_act_bytes(tc, GroupedFmt::kFp8Block, T, D, I, KS),
+            (big + 15) / 16 * 16 + big / 128 * 4);
+  EXPECT_EQ(grouped_fp8_act_data_bytes(7, 6144, 128, 1), 7 * 6144);  // x the larger
+  EXPECT_EQ(grouped_fp8_act_bytes(tc, GroupedFmt::kBf16, T, D, I, KS), 0);
+  EXPECT_EQ(grouped_fp8_act_bytes(tc, GroupedFmt::kNvfp4, T, D, I, KS), 0);
+  EXPECT_EQ(grouped_fp8_act_bytes(tc, GroupedFmt::kFp8Block, 0, D, I, KS), 0);
+  GroupedLaunch off = tc;
+  off.fp8_act = false;
+  EXPECT_EQ(grouped_fp8_act_bytes(off, GroupedFmt::kFp8Block, T, D, I, KS), 0);
+  GroupedLaunch hybrid{.nb = 2, .wgmma_min_tokens = 48, .fp8_act = true};
+  EXPECT_GT(grouped_fp8_act_bytes(hybrid, GroupedFmt::kFp8Block, 48, D, I, KS), 0);
+  EXPECT_EQ(grouped_fp8_act_bytes(hybrid, GroupedFmt::kFp8Block, 47, D, I, KS), 0);
+  GroupedLaunch streaming{.nb = 2, .fp8_act = true};  // no warpgroup-MMA GEMM at all
+  EXPECT_EQ(grouped_fp8_act_bytes(streaming, GroupedFmt::kFp8Block, T, D, I, KS), 0);
 }
 
 TEST(MoeConfig, HeuristicTileGrowsWithTokensPerExpert) {
