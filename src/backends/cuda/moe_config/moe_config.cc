@@ -203,13 +203,13 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   if (!c.tc && moe_config_fits(MoeKernelConfig{16, 8, 1, false, true, true}, f, lim))
     l.wgmma_min_tokens =
         static_cast<int>(f == GroupedFmt::kBf16 ? kWgmmaMinTokensBf16 : kWgmmaMinTokensQuant);
-  // FP8 experts on the warpgroup-MMA GEMM take FP8 activations (E4M3 per row and 128 k).
-  l.fp8_act = f == GroupedFmt::kFp8Block && (l.wgmma || l.wgmma_min_tokens > 0);
-  // NOTE: measured on the H200 (2026-12-01, glm5 FP8, moe_bench --f8act 0|1): the hybrid's big
-  // experts take FP8 activations from T 256: hot8 T 256 / 512 377 / 737 us with F16 activations,
-  // 366 / 594 with E4M3; at T 64 E4M3 lost (266 against 272-299 us with the 128-row kernel of
-  // the first version: the quantization launch and few items).
-  if (!c.tc && T < kFp8ActMinTokensHybrid) l.fp8_act = false;
+  // FP8 experts on the warpgroup-MMA GEMM take FP8 activations (E4M3 per row and 128 k): always
+  // with the tc launch, in the hybrid from T 256. NOTE: measured on the H200 (2026-12-01, glm5
+  // FP8, moe_bench --f8act 0|1): hot8 T 256 / 512 377 / 737 us with F16 activations, 366 / 594
+  // with E4M3; at T 64 E4M3 lost (266 against 272-299 us with the 128-row kernel of the first
+  // version: the quantization launch and few items).
+  l.fp8_act = f == GroupedFmt::kFp8Block &&
+              (l.wgmma || (l.wgmma_min_tokens > 0 && T >= kFp8ActMinTokensHybrid));
   return l;
 }
 

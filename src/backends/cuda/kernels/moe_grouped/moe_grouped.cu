@@ -176,7 +176,7 @@ int64_t grouped_fp8_act_data_bytes(int64_t T, int64_t D, int64_t I, int64_t KS) 
 
 int64_t grouped_fp8_act_bytes(const GroupedLaunch& l, GroupedFmt f, int64_t T, int64_t D, int64_t I,
                               int64_t KS) {
-  const bool wgmma = l.wgmma || (!l.tc && l.wgmma_min_tokens > 0 && T >= l.wgmma_min_tokens);
+  const bool wgmma = l.wgmma || grouped_hybrid(l, T);
   if (!l.fp8_act || f != GroupedFmt::kFp8Block || !wgmma || T <= 0) return 0;
   return grouped_fp8_act_data_bytes(T, D, I, KS) + std::max(T * D, T * KS * I) / 128 * 4;
 }

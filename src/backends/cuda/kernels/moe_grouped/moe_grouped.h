@@ -183,6 +183,12 @@ void launch_pack_data(uint8_t* dst, const uint8_t* src, int64_t N, int64_t row_b
 void launch_nvfp4_pack_scales(uint8_t* dst, const uint8_t* src, int64_t N, int64_t Kd,
                               Stream stream);
 void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);
+// Whether a call of T tokens with launch `l` runs the hybrid: a register-streaming launch whose
+// experts with at least l.wgmma_min_tokens tokens go to the warpgroup-MMA GEMM (no expert can
+// reach the threshold when T is below it: each token picks an expert once).
+inline bool grouped_hybrid(const GroupedLaunch& l, int64_t T) {
+  return !l.tc && l.wgmma_min_tokens > 0 && T >= l.wgmma_min_tokens;
+}
 // Bytes of GroupedScratch::q a call needs: 0 unless launch `l` runs FP8 experts on the
 // warpgroup-MMA GEMM with FP8 activations (l.fp8_act, and l.wgmma or the hybrid at T tokens); then
 // the larger of x [T, D] and h [T*KS, I] as E4M3 codes (grouped_fp8_act_data_bytes, 16-byte

@@ -224,9 +224,8 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   gp.tiles = s.tiles;
   gp.num_tiles = s.num_tiles;
   gp.max_tiles = list_tiles(T * KS, ge.E, gp.tile_tokens);
-  // Hybrid: experts with many tokens of this call go to the warpgroup-MMA GEMM (no expert can
-  // reach the threshold when T is below it: each token picks an expert once).
-  const bool hybrid = !l.tc && l.wgmma_min_tokens > 0 && T >= l.wgmma_min_tokens;
+  // Hybrid: experts with many tokens of this call go to the warpgroup-MMA GEMM.
+  const bool hybrid = grouped_hybrid(l, T);
   if (hybrid) {
     gp.big_min = l.wgmma_min_tokens;
     gp.big_tiles = s.tiles + 4 * gp.max_tiles;
@@ -266,29 +265,29 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // The warpgroup-MMA GEMM's tiles (the whole list with a wgmma launch, else the big tiles).
   const int32_t* wg_tiles = hybrid ? gp.big_tiles : s.tiles;
   const int32_t* wg_num = hybrid ? gp.num_big : s.num_tiles;
-  // Its launch reads FP8 activations (act_f8) when f8.
-  auto gemm = [&](MoeGemmParams& p, int32_t* sk_counters, const void* act_f8) {
+  auto gemm = [&](MoeGemmParams& p, int32_t* sk_counters) {
     p.K = KS;
     p.sk_counters = sk_counters;
     p.sk_partials = s.sk_partials;
     p.sorted_slot = s.sorted_slot;
-    MoeGemmParams pw = p;
-    pw.tiles = wg_tiles;
-    pw.num_tiles = wg_num;
-    if (f8) {
-      pw.act = act_f8;
-      pw.act_scale = qs;
+    if (!l.wgmma) {  // the streaming (or mma.sync tile) GEMM over the streaming list
+      p.tiles = s.tiles;
+      p.num_tiles = s.num_tiles;
+      launch_moe_gemm(p, l, stream);
+      if (!hybrid) return;
     }
-    if (l.wgmma) return launch_moe_gemm(pw, l, stream);
-    p.tiles = s.tiles;
-    p.num_tiles = s.num_tiles;
-    launch_moe_gemm(p, l, stream);
-    if (hybrid) launch_moe_gemm(pw, lb, stream);
+    p.tiles = wg_tiles;  // the warpgroup-MMA GEMM, on FP8 activations when f8
+    p.num_tiles = wg_num;
+    if (f8) {
+      p.act = q;
+      p.act_scale = qs;
+    }
+    launch_moe_gemm(p, l.wgmma ? l : lb, stream);
   };
   MoeGemmParams p1 = ge.gate_up;
   p1.act = s.xa;
   p1.out = s.h;
-  gemm(p1, s.sk_counters, q);
+  gemm(p1, s.sk_counters);
   if (f8)  // h rows of the warpgroup-MMA tiles -> E4M3 (x's codes are no longer needed)
     launch_moe_quant_rows(s.h, ge.I, wg_tiles, wg_num, list_tiles(T * KS, ge.E, kGroupedBigTile), q,
                           qs, l.sm_count, stream);
@@ -296,7 +295,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   p2.act = s.h;
   p2.slot_w = s.slot_w;
   p2.out = s.out;
-  gemm(p2, sk.warps > 0 ? s.sk_counters + sk.warps : nullptr, q);
+  gemm(p2, sk.warps > 0 ? s.sk_counters + sk.warps : nullptr);
 
   launch_moe_combine(y, y_stride, s.out, ids, ids_stride, T, ge.D, KS, ge.E, ge.shared, accumulate,
                      stream);
