@@ -155,6 +155,10 @@ void launch_moe_group(const MoeGroupParams& p, Stream stream) {
   MOE_CHECK(p.E >= 1 && p.E <= kMaxGroupedExperts && p.E <= grouped::kGroupThreads)
       << "moe_group: " << p.E << " experts (supported: 1.." << kMaxGroupedExperts << ")";
   MOE_CHECK(p.zero_count == 0 || p.zero != nullptr) << "moe_group: zero_count without a buffer";
+  MOE_CHECK(p.T >= 0 && p.K >= 1 && p.T * p.K < (int64_t{1} << 31))
+      << "moe_group: " << p.T << " tokens x " << p.K << " slots (at most 2^31 - 1 slots)";
+  MOE_CHECK(p.T * p.D / 8 < (int64_t{1} << 31))
+      << "moe_group: " << p.T << " tokens x D " << p.D << " (at most 2^34 values)";
   MOE_CHECK(p.D % 8 == 0 && p.x_stride % 4 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0)
       << "moe_group: x needs D % 8 == 0 and 16-byte aligned rows (D " << p.D << ", stride "
       << p.x_stride << ")";
@@ -187,7 +191,8 @@ void launch_moe_quant_rows(const void* h, int64_t I, const int32_t* tiles, const
   MOE_CHECK(reinterpret_cast<uintptr_t>(h) % 16 == 0 && reinterpret_cast<uintptr_t>(q) % 16 == 0 &&
             reinterpret_cast<uintptr_t>(qs) % 4 == 0)
       << "moe_quant_rows: needs 16-byte aligned h and q, 4-byte aligned scales";
-  const int64_t blocks = std::clamp<int64_t>(max_tiles, 1, 2 * std::max(sm_count, 1));
+  const int64_t blocks =
+      std::clamp<int64_t>(max_tiles * grouped::kQuantRowsUnits, 1, 8 * std::max(sm_count, 1));
   grouped::moe_quant_rows_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
       static_cast<const uint16_t*>(h), I, tiles, num_tiles, q, qs);
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/quant_rows");

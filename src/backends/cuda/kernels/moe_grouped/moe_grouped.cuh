@@ -32,6 +32,8 @@
 namespace moe::cuda::grouped {
 
 constexpr int kGroupThreads = 512;
+// Slots per thread in a placement round of moe_group (block 0).
+constexpr int kGroupPlaceCols = 8;
 constexpr int kGemmMaxThreads = 256;
 // k-steps of weight loads in flight per warp in the register-streaming kernel (fewer with many
 // token columns: registers).
@@ -92,9 +94,16 @@ __global__ void __launch_bounds__(kGroupThreads)
       for (int i = threadIdx.x; i < (kGroupThreads / 32) * kMaxGroupedExperts; i += blockDim.x)
         wcnt[i / kMaxGroupedExperts][i % kMaxGroupedExperts] = 0;
     __syncthreads();
-    for (int64_t s = threadIdx.x; s < TK; s += blockDim.x) {
-      const int32_t e = slot_expert(p, s);
-      if (e >= 0) atomicAdd(&cnt[e], 1);
+    for (int64_t s0 = threadIdx.x; s0 < TK; s0 += 4 * blockDim.x) {
+      int32_t es[4];  // four loads in flight, then the counts
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int64_t s = s0 + k * blockDim.x;
+        es[k] = s < TK ? slot_expert(p, s) : -1;
+      }
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (es[k] >= 0) atomicAdd(&cnt[es[k]], 1);
     }
     __syncthreads();
     // E <= kMaxGroupedExperts == kGroupThreads: one expert per thread.
@@ -120,8 +129,11 @@ __global__ void __launch_bounds__(kGroupThreads)
     __syncthreads();  // off[] (and the zeroed wcnt) before the placement
     // Stable placement: an expert's slots in increasing slot order, whatever the timing (a
     // token's result must not depend on which tile it lands in: stream-K sums split items in
-    // another order than whole ones). Rounds of blockDim slots: rank = slots of the expert in
-    // earlier rounds (cur) + in lower warps of this round (wcnt) + in lower lanes (match mask).
+    // another order than whole ones). Rounds of kGroupPlaceCols * blockDim slots: warp w, column
+    // k, lane l takes slot base + (w * kGroupPlaceCols + k) * 32 + l, so (w, k, l) order is slot
+    // order. rank = slots of the expert in earlier rounds (cur) + in lower warps of this round
+    // (exclusive prefix of wcnt over warps) + in earlier columns of the warp (wcnt while the warp
+    // counts) + in lower lanes of the column (match mask).
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (one_round) {  // decode batches up to 32 slots: one warp, no block barriers
       if (warp == 0) {
@@ -131,23 +143,41 @@ __global__ void __launch_bounds__(kGroupThreads)
       }
       return;
     }
-    for (int64_t base = 0; base < TK; base += blockDim.x) {
-      const int64_t s = base + threadIdx.x;
-      const int32_t ee = s < TK ? slot_expert(p, s) : -1;
-      const unsigned same = __match_any_sync(0xffffffffu, ee);
-      const bool leader = lane == __ffs(same) - 1;
-      if (ee >= 0 && leader) wcnt[warp][ee] = __popc(same);
-      __syncthreads();
-      if (ee >= 0) {
-        int rank = cur[ee] + __popc(same & ((1u << lane) - 1u));
-        for (int w = 0; w < warp; ++w) rank += wcnt[w][ee];
-        p.sorted_slot[off[ee] + rank] = static_cast<int32_t>(s);
+    constexpr int kCols = kGroupPlaceCols, kWarps = kGroupThreads / 32;
+    const unsigned lower = (1u << lane) - 1u;
+    for (int64_t base = 0; base < TK; base += int64_t{kCols} * kGroupThreads) {
+      const int64_t s0 = base + static_cast<int64_t>(warp) * kCols * 32 + lane;
+      int32_t ee[kCols];
+      int rk[kCols];
+#pragma unroll
+      for (int k = 0; k < kCols; ++k) ee[k] = s0 + 32 * k < TK ? slot_expert(p, s0 + 32 * k) : -1;
+#pragma unroll
+      for (int k = 0; k < kCols; ++k) {
+        const unsigned same = __match_any_sync(0xffffffffu, ee[k]);
+        const int prior = ee[k] >= 0 ? wcnt[warp][ee[k]] : 0;
+        __syncwarp();
+        if (ee[k] >= 0 && lane == __ffs(same) - 1) wcnt[warp][ee[k]] = prior + __popc(same);
+        __syncwarp();
+        rk[k] = prior + __popc(same & lower);
       }
       __syncthreads();
-      if (ee >= 0 && leader) {
-        atomicAdd(&cur[ee], __popc(same));
-        wcnt[warp][ee] = 0;
+      if (threadIdx.x < p.E) {  // per expert: counts of the warps -> their first ranks
+        int run = cur[threadIdx.x];
+        for (int w = 0; w < kWarps; ++w) {
+          const int c = wcnt[w][threadIdx.x];
+          wcnt[w][threadIdx.x] = run;
+          run += c;
+        }
+        cur[threadIdx.x] = run;
       }
+      __syncthreads();
+#pragma unroll
+      for (int k = 0; k < kCols; ++k)
+        if (ee[k] >= 0)
+          p.sorted_slot[off[ee[k]] + wcnt[warp][ee[k]] + rk[k]] = static_cast<int32_t>(s0 + 32 * k);
+      __syncthreads();
+      if (threadIdx.x < p.E)
+        for (int w = 0; w < kWarps; ++w) wcnt[w][threadIdx.x] = 0;
       __syncthreads();
     }
     return;
@@ -163,10 +193,16 @@ __global__ void __launch_bounds__(kGroupThreads)
   const int64_t per_row = p.D / 8, n = p.T * per_row;
   for (int64_t u = static_cast<int64_t>(blockIdx.x - 1) * blockDim.x + threadIdx.x; u < n;
        u += static_cast<int64_t>(gridDim.x - 1) * blockDim.x) {
-    const int64_t t = u / per_row, q = u % per_row;
+    // 32-bit division (T * D / 8 < 2^31, checked by launch_moe_group)
+    const int64_t t = static_cast<uint32_t>(u) / static_cast<uint32_t>(per_row);
+    const int64_t q = u - t * per_row;
     const float4* src = reinterpret_cast<const float4*>(p.x + t * p.x_stride + q * 8);
     const float4 a = src[0], b = src[1];
     const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    if (p.xq != nullptr)  // the 16 lanes of a 128-k block (D % 128 == 0, u % 16 == lane % 16)
+      quant_e4m3_block(v, p.xq + t * p.D + (q / 16) * 128, p.xq_scale + t * (p.D / 128) + q / 16,
+                       static_cast<int>(q % 16), 0xffffu << (threadIdx.x & 16));
+    if (p.xa == nullptr) continue;
     uint16_t o[8];
     auto convert = [&](auto f_const) {  // a compile-time format keeps o[] in registers
 #pragma unroll
@@ -178,9 +214,6 @@ __global__ void __launch_bounds__(kGroupThreads)
       convert(std::integral_constant<GroupedFmt, GroupedFmt::kFp8Block>{});
     else
       convert(std::integral_constant<GroupedFmt, GroupedFmt::kBf16>{});
-    if (p.xq != nullptr)  // the 16 lanes of a 128-k block (D % 128 == 0, u % 16 == lane % 16)
-      quant_e4m3_block(v, p.xq + t * p.D + (q / 16) * 128, p.xq_scale + t * (p.D / 128) + q / 16,
-                       static_cast<int>(q % 16), 0xffffu << (threadIdx.x & 16));
     uint4 r;
     r.x = o[0] | (uint32_t{o[1]} << 16);
     r.y = o[2] | (uint32_t{o[3]} << 16);
@@ -192,28 +225,50 @@ __global__ void __launch_bounds__(kGroupThreads)
 
 // ---- FP8 activations of the down GEMM: h rows of a tile list -> E4M3 + scales ----
 
+// Work units of 8 rows of a tile (rows r0 .. r0 + 7 + 128 j: 16 units per tile of up to 128 rows,
+// longer tiles wrap), blocks striding over the units; each thread converts up to four 16-byte
+// chunks (8 values of one 128-k block) at a time, loads first (enough bytes in flight to
+// stream), with 32-bit index math.
+constexpr int kQuantRowsUnitRows = 8, kQuantRowsUnits = 16;
 __global__ void __launch_bounds__(256)
     moe_quant_rows_kernel(const uint16_t* h, int64_t I, const int32_t* tiles,
                           const int32_t* num_tiles, uint8_t* q, float* qs) {
-  const int nt = *num_tiles;
-  const int64_t per_row = I / 8;  // 8 values per thread; per_row % 16 == 0
+  const int units = *num_tiles * kQuantRowsUnits;
+  const int per_row = static_cast<int>(I / 8);  // 8 values per chunk; per_row % 16 == 0
+  const int kb = static_cast<int>(I / 128);
   const unsigned mask = 0xffffu << (threadIdx.x & 16);
-  for (int tile = blockIdx.x; tile < nt; tile += gridDim.x) {
-    const int4 td = reinterpret_cast<const int4*>(tiles)[tile];
-    const int64_t n = td.z * per_row;
-    // blockDim % 16 == 0: the 16 lanes of a block are active together.
-    for (int64_t u = threadIdx.x; u < n; u += blockDim.x) {
-      const int64_t pos = td.y + u / per_row, c = u % per_row;
-      const uint4 raw = *reinterpret_cast<const uint4*>(h + pos * I + c * 8);
-      const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-      float v[8];
+  for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+    const int4 td = reinterpret_cast<const int4*>(tiles)[unit / kQuantRowsUnits];
+    for (int r0 = (unit % kQuantRowsUnits) * kQuantRowsUnitRows; r0 < td.z;
+         r0 += kQuantRowsUnits * kQuantRowsUnitRows) {
+      const int n = min(kQuantRowsUnitRows, td.z - r0) * per_row;
+      // blockDim % 16 == 0 and n % 16 == 0: the 16 lanes of a block are active together.
+      for (int u0 = threadIdx.x; u0 < n; u0 += 4 * blockDim.x) {
+        uint4 raw[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float2 f = __half22float2(u32_as_h2(w[i]));
-        v[2 * i] = f.x, v[2 * i + 1] = f.y;
+        for (int k = 0; k < 4; ++k) {
+          const int u = u0 + k * blockDim.x;
+          if (u < n) {
+            const int64_t pos = td.y + r0 + u / per_row;
+            raw[k] = *reinterpret_cast<const uint4*>(h + pos * I + (u % per_row) * 8);
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const int u = u0 + k * blockDim.x;
+          if (u >= n) break;
+          const int64_t pos = td.y + r0 + u / per_row;
+          const int c = u % per_row;
+          const uint32_t w[4] = {raw[k].x, raw[k].y, raw[k].z, raw[k].w};
+          float v[8];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const float2 f = __half22float2(u32_as_h2(w[i]));
+            v[2 * i] = f.x, v[2 * i + 1] = f.y;
+          }
+          quant_e4m3_block(v, q + pos * I + (c / 16) * 128, qs + pos * kb + c / 16, c % 16, mask);
+        }
       }
-      quant_e4m3_block(v, q + pos * I + (c / 16) * 128, qs + pos * (I / 128) + c / 16,
-                       static_cast<int>(c % 16), mask);
     }
   }
 }

@@ -101,7 +101,7 @@ struct MoeGroupParams {
   bool shared = false;  // expert E-1 is the shared expert, on slot K-1 of every token
   int fmt = 0;          // GroupedFmt: activation type and k-order of xa
   int tile_tokens = 8;  // tokens per tile
-  void* xa = nullptr;   // out [T, D] bf16 / f16
+  void* xa = nullptr;   // out [T, D] bf16 / f16 (nullptr: not written; FP8 activations on wgmma)
   // FP8 activations (GroupedLaunch::fp8_act): out x as E4M3 [T, D] and f32 scales [T, D / 128]
   // (fp8_block_quantize per row and 128 k), when set.
   uint8_t* xq = nullptr;

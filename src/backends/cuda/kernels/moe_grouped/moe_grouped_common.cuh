@@ -37,15 +37,18 @@ struct Fmt<GroupedFmt::kNvfp4> {
 // Expert of slot s, or -1 where the routed id is out of range (its token's row turns NaN in the
 // combine). With p.shared, slot K-1 of every token is the shared expert E-1, and the routed ids
 // (K-1 columns) must lie in [0, E-1).
+// (T * K < 2^31, checked by launch_moe_group: 32-bit division.)
 __device__ __forceinline__ int32_t slot_expert(const MoeGroupParams& p, int64_t s) {
-  const int64_t t = s / p.K, k = s % p.K;
+  const uint32_t t = static_cast<uint32_t>(s) / static_cast<uint32_t>(p.K),
+                 k = static_cast<uint32_t>(s) - t * static_cast<uint32_t>(p.K);
   if (p.shared && k == p.K - 1) return static_cast<int32_t>(p.E - 1);
   const int32_t e = p.ids[t * p.ids_stride + k];
   return e >= 0 && e < p.E - (p.shared ? 1 : 0) ? e : -1;
 }
 // Routing weight of slot s (1 on the shared expert's slot).
 __device__ __forceinline__ float slot_route_weight(const MoeGroupParams& p, int64_t s) {
-  const int64_t t = s / p.K, k = s % p.K;
+  const uint32_t t = static_cast<uint32_t>(s) / static_cast<uint32_t>(p.K),
+                 k = static_cast<uint32_t>(s) - t * static_cast<uint32_t>(p.K);
   return p.shared && k == p.K - 1 ? 1.f : p.route_w[t * p.route_w_stride + k];
 }
 

@@ -244,6 +244,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     qs = reinterpret_cast<float*>(s.q + grouped_fp8_act_data_bytes(T, ge.D, ge.I, KS));
     gp.xq = q;
     gp.xq_scale = qs;
+    if (l.wgmma) gp.xa = nullptr;  // every expert's GEMMs read xq: no 16-bit copy of x
   }
   const GroupedSkSizes sk = grouped_sk_sizes(l);
   if (sk.warps > 0) {
