@@ -204,6 +204,18 @@ TEST(MoeConfig, Fp8ActivationScratch) {
   EXPECT_EQ(grouped_fp8_act_bytes(streaming, GroupedFmt::kFp8Block, T, D, I, KS), 0);
 }
 
+// The multi-block grouping's scratch: none up to 8192 slots (block 0 groups them), then one int32
+// per (chunk of 4096 slots, expert); run_grouped_experts lends it h's bytes (T * slots * I * 2),
+// which cover it for any I >= 1 and up to 512 experts.
+TEST(MoeConfig, GroupScratchFitsInH) {
+  EXPECT_EQ(grouped_group_scratch_bytes(8192, 256), 0);
+  EXPECT_EQ(grouped_group_scratch_bytes(8193, 256), 3 * 256 * 4);
+  EXPECT_EQ(grouped_group_scratch_bytes(65536, 257), 16 * 257 * 4);
+  for (int64_t TK : {8193, 12000, 65536, 1 << 20})
+    for (int64_t E : {1, 8, 256, 512})
+      EXPECT_LE(grouped_group_scratch_bytes(TK, E), TK * 1 * 2) << TK << " slots, " << E;
+}
+
 TEST(MoeConfig, HeuristicTileGrowsWithTokensPerExpert) {
   const MoeDeviceLimits lim = limits(232448, 132);
   EXPECT_EQ(moe_heuristic_config({1, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, lim).nb, 1);

@@ -169,9 +169,27 @@ void launch_moe_group(const MoeGroupParams& p, Stream stream) {
   const int64_t units = p.T * p.D / 8;
   const int64_t conv_blocks =
       std::clamp<int64_t>((units + grouped::kGroupThreads - 1) / grouped::kGroupThreads, 1, 1024);
+  MoeGroupParams q = p;
+  const int64_t TK = p.T * p.K, need = grouped_group_scratch_bytes(TK, p.E);
+  q.chunks = 0;
+  if (need > 0 && p.chunk_hist != nullptr && p.chunk_hist_bytes >= need)
+    q.chunks = static_cast<int>((TK + grouped::kGroupChunkSlots - 1) / grouped::kGroupChunkSlots);
+  if (q.chunks > 0) {
+    grouped::moe_group_count_kernel<<<q.chunks, grouped::kGroupThreads, 0, stream>>>(q);
+    MOE_CUDA_CHECK_LAUNCH("moe_grouped/group_count");
+  }
   grouped::moe_group_kernel<<<static_cast<unsigned>(1 + conv_blocks), grouped::kGroupThreads, 0,
-                              stream>>>(p);
+                              stream>>>(q);
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/group");
+  if (q.chunks > 0) {
+    grouped::moe_group_place_kernel<<<q.chunks, grouped::kGroupThreads, 0, stream>>>(q);
+    MOE_CUDA_CHECK_LAUNCH("moe_grouped/group_place");
+  }
+}
+
+int64_t grouped_group_scratch_bytes(int64_t TK, int64_t E) {
+  if (TK <= grouped::kGroupMultiBlockSlots) return 0;
+  return (TK + grouped::kGroupChunkSlots - 1) / grouped::kGroupChunkSlots * E * 4;
 }
 
 int64_t grouped_fp8_act_data_bytes(int64_t T, int64_t D, int64_t I, int64_t KS) {

@@ -32,8 +32,12 @@
 namespace moe::cuda::grouped {
 
 constexpr int kGroupThreads = 512;
-// Slots per thread in a placement round of moe_group (block 0).
+// Slots per thread in a placement round of moe_group (place_slots).
 constexpr int kGroupPlaceCols = 8;
+// Slots per chunk of the multi-block grouping (one placement round), and the slot count above
+// which launch_moe_group takes it.
+constexpr int kGroupChunkSlots = kGroupPlaceCols * kGroupThreads;
+constexpr int64_t kGroupMultiBlockSlots = 2 * kGroupChunkSlots;
 constexpr int kGemmMaxThreads = 256;
 // k-steps of weight loads in flight per warp in the register-streaming kernel (fewer with many
 // token columns: registers).
@@ -80,6 +84,97 @@ __device__ __forceinline__ int2 block_exclusive_scan2(int2 v, int2* red, int2* t
   return make_int2(base.x + inc.x - v.x, base.y + inc.y - v.y);
 }
 
+// Stable placement of slots [lo, hi) by one block: an expert's slots in increasing slot order,
+// whatever the timing (a token's result must not depend on which tile it lands in: stream-K sums
+// split items in another order than whole ones). cur[e]: expert e's next grouped position
+// (advanced); wcnt: zero on entry and exit. Rounds of kGroupPlaceCols * kGroupThreads slots: warp
+// w, column k, lane l takes slot base + (w * kGroupPlaceCols + k) * 32 + l, so (w, k, l) order is
+// slot order. position = cur + slots of the expert in lower warps of the round (exclusive prefix
+// of wcnt over warps) + in earlier columns of the warp (wcnt while the warp counts) + in lower
+// lanes of the column (match mask).
+__device__ __forceinline__ void place_slots(const MoeGroupParams& p, int64_t lo, int64_t hi,
+                                            int* cur, int (*wcnt)[kMaxGroupedExperts]) {
+  constexpr int kCols = kGroupPlaceCols, kWarps = kGroupThreads / 32;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const unsigned lower = (1u << lane) - 1u;
+  for (int64_t base = lo; base < hi; base += int64_t{kCols} * kGroupThreads) {
+    const int64_t s0 = base + static_cast<int64_t>(warp) * kCols * 32 + lane;
+    int32_t ee[kCols];
+    int rk[kCols];
+#pragma unroll
+    for (int k = 0; k < kCols; ++k) ee[k] = s0 + 32 * k < hi ? slot_expert(p, s0 + 32 * k) : -1;
+#pragma unroll
+    for (int k = 0; k < kCols; ++k) {
+      const unsigned same = __match_any_sync(0xffffffffu, ee[k]);
+      const int prior = ee[k] >= 0 ? wcnt[warp][ee[k]] : 0;
+      __syncwarp();
+      if (ee[k] >= 0 && lane == __ffs(same) - 1) wcnt[warp][ee[k]] = prior + __popc(same);
+      __syncwarp();
+      rk[k] = prior + __popc(same & lower);
+    }
+    __syncthreads();
+    if (threadIdx.x < p.E) {  // per expert: counts of the warps -> their first positions
+      int run = cur[threadIdx.x];
+      for (int w = 0; w < kWarps; ++w) {
+        const int c = wcnt[w][threadIdx.x];
+        wcnt[w][threadIdx.x] = run;
+        run += c;
+      }
+      cur[threadIdx.x] = run;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kCols; ++k)
+      if (ee[k] >= 0) p.sorted_slot[wcnt[warp][ee[k]] + rk[k]] = static_cast<int32_t>(s0 + 32 * k);
+    __syncthreads();
+    if (threadIdx.x < p.E)
+      for (int w = 0; w < kWarps; ++w) wcnt[w][threadIdx.x] = 0;
+    __syncthreads();
+  }
+}
+
+// Slots of expert e among slots [lo, hi), into cnt (shared, zeroed), four loads in flight.
+__device__ __forceinline__ void count_slots(const MoeGroupParams& p, int64_t lo, int64_t hi,
+                                            int* cnt) {
+  for (int64_t s0 = lo + threadIdx.x; s0 < hi; s0 += 4 * blockDim.x) {
+    int32_t es[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int64_t s = s0 + k * blockDim.x;
+      es[k] = s < hi ? slot_expert(p, s) : -1;
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (es[k] >= 0) atomicAdd(&cnt[es[k]], 1);
+  }
+}
+
+// Multi-block grouping (p.chunks > 0, launch_moe_group for many slots): chunk b = slots
+// [b * kGroupChunkSlots, ...). Before moe_group_kernel: each block counts its chunk's slots per
+// expert into p.chunk_hist[b][e]; moe_group_kernel's block 0 turns them into each chunk's first
+// position per expert; after it, each block places its chunk from there.
+__global__ void __launch_bounds__(kGroupThreads)
+    moe_group_count_kernel(const __grid_constant__ MoeGroupParams p) {
+  __shared__ int cnt[kMaxGroupedExperts];
+  for (int e = threadIdx.x; e < kMaxGroupedExperts; e += blockDim.x) cnt[e] = 0;
+  __syncthreads();
+  const int64_t lo = static_cast<int64_t>(blockIdx.x) * kGroupChunkSlots;
+  count_slots(p, lo, min(lo + kGroupChunkSlots, p.T * p.K), cnt);
+  __syncthreads();
+  for (int e = threadIdx.x; e < p.E; e += blockDim.x) p.chunk_hist[blockIdx.x * p.E + e] = cnt[e];
+}
+__global__ void __launch_bounds__(kGroupThreads)
+    moe_group_place_kernel(const __grid_constant__ MoeGroupParams p) {
+  __shared__ int cur[kMaxGroupedExperts];
+  __shared__ int wcnt[kGroupThreads / 32][kMaxGroupedExperts];
+  for (int e = threadIdx.x; e < p.E; e += blockDim.x) cur[e] = p.chunk_hist[blockIdx.x * p.E + e];
+  for (int i = threadIdx.x; i < (kGroupThreads / 32) * kMaxGroupedExperts; i += blockDim.x)
+    wcnt[i / kMaxGroupedExperts][i % kMaxGroupedExperts] = 0;
+  __syncthreads();
+  const int64_t lo = static_cast<int64_t>(blockIdx.x) * kGroupChunkSlots;
+  place_slots(p, lo, min(lo + kGroupChunkSlots, p.T * p.K), cur, wcnt);
+}
+
 __global__ void __launch_bounds__(kGroupThreads)
     moe_group_kernel(const __grid_constant__ MoeGroupParams p) {
   if (blockIdx.x == 0) {
@@ -94,16 +189,15 @@ __global__ void __launch_bounds__(kGroupThreads)
       for (int i = threadIdx.x; i < (kGroupThreads / 32) * kMaxGroupedExperts; i += blockDim.x)
         wcnt[i / kMaxGroupedExperts][i % kMaxGroupedExperts] = 0;
     __syncthreads();
-    for (int64_t s0 = threadIdx.x; s0 < TK; s0 += 4 * blockDim.x) {
-      int32_t es[4];  // four loads in flight, then the counts
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const int64_t s = s0 + k * blockDim.x;
-        es[k] = s < TK ? slot_expert(p, s) : -1;
+    if (p.chunks > 0) {  // the chunks' counts (moe_group_count_kernel)
+      if (threadIdx.x < p.E) {
+        int c = 0;
+#pragma unroll 8
+        for (int b = 0; b < p.chunks; ++b) c += p.chunk_hist[b * p.E + threadIdx.x];
+        cnt[threadIdx.x] = c;
       }
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-        if (es[k] >= 0) atomicAdd(&cnt[es[k]], 1);
+    } else {
+      count_slots(p, 0, TK, cnt);
     }
     __syncthreads();
     // E <= kMaxGroupedExperts == kGroupThreads: one expert per thread.
@@ -126,16 +220,20 @@ __global__ void __launch_bounds__(kGroupThreads)
       for (int j = 0; j < nt; ++j)
         list[first + j] = make_int4(e, ex.x + j * tt, min(tt, c - j * tt), 0);
     }
-    __syncthreads();  // off[] (and the zeroed wcnt) before the placement
-    // Stable placement: an expert's slots in increasing slot order, whatever the timing (a
-    // token's result must not depend on which tile it lands in: stream-K sums split items in
-    // another order than whole ones). Rounds of kGroupPlaceCols * blockDim slots: warp w, column
-    // k, lane l takes slot base + (w * kGroupPlaceCols + k) * 32 + l, so (w, k, l) order is slot
-    // order. rank = slots of the expert in earlier rounds (cur) + in lower warps of this round
-    // (exclusive prefix of wcnt over warps) + in earlier columns of the warp (wcnt while the warp
-    // counts) + in lower lanes of the column (match mask).
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    __syncthreads();     // off[] (and the zeroed wcnt) before the placement
+    if (p.chunks > 0) {  // each chunk's first position per expert, for moe_group_place_kernel
+      if (e < p.E) {
+        int run = off[e];
+        for (int b = 0; b < p.chunks; ++b) {
+          const int c2 = p.chunk_hist[b * p.E + e];
+          p.chunk_hist[b * p.E + e] = run;
+          run += c2;
+        }
+      }
+      return;
+    }
     if (one_round) {  // decode batches up to 32 slots: one warp, no block barriers
+      const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
       if (warp == 0) {
         const int32_t ee = lane < TK ? slot_expert(p, lane) : -1;
         const unsigned same = __match_any_sync(0xffffffffu, ee);
@@ -143,43 +241,9 @@ __global__ void __launch_bounds__(kGroupThreads)
       }
       return;
     }
-    constexpr int kCols = kGroupPlaceCols, kWarps = kGroupThreads / 32;
-    const unsigned lower = (1u << lane) - 1u;
-    for (int64_t base = 0; base < TK; base += int64_t{kCols} * kGroupThreads) {
-      const int64_t s0 = base + static_cast<int64_t>(warp) * kCols * 32 + lane;
-      int32_t ee[kCols];
-      int rk[kCols];
-#pragma unroll
-      for (int k = 0; k < kCols; ++k) ee[k] = s0 + 32 * k < TK ? slot_expert(p, s0 + 32 * k) : -1;
-#pragma unroll
-      for (int k = 0; k < kCols; ++k) {
-        const unsigned same = __match_any_sync(0xffffffffu, ee[k]);
-        const int prior = ee[k] >= 0 ? wcnt[warp][ee[k]] : 0;
-        __syncwarp();
-        if (ee[k] >= 0 && lane == __ffs(same) - 1) wcnt[warp][ee[k]] = prior + __popc(same);
-        __syncwarp();
-        rk[k] = prior + __popc(same & lower);
-      }
-      __syncthreads();
-      if (threadIdx.x < p.E) {  // per expert: counts of the warps -> their first ranks
-        int run = cur[threadIdx.x];
-        for (int w = 0; w < kWarps; ++w) {
-          const int c = wcnt[w][threadIdx.x];
-          wcnt[w][threadIdx.x] = run;
-          run += c;
-        }
-        cur[threadIdx.x] = run;
-      }
-      __syncthreads();
-#pragma unroll
-      for (int k = 0; k < kCols; ++k)
-        if (ee[k] >= 0)
-          p.sorted_slot[off[ee[k]] + wcnt[warp][ee[k]] + rk[k]] = static_cast<int32_t>(s0 + 32 * k);
-      __syncthreads();
-      if (threadIdx.x < p.E)
-        for (int w = 0; w < kWarps; ++w) wcnt[w][threadIdx.x] = 0;
-      __syncthreads();
-    }
+    if (e < p.E) cur[e] = off[e];
+    __syncthreads();
+    place_slots(p, 0, TK, cur, wcnt);
     return;
   }
   for (int64_t u = static_cast<int64_t>(blockIdx.x - 1) * blockDim.x + threadIdx.x;

@@ -122,7 +122,15 @@ struct MoeGroupParams {
   const float* route_w = nullptr;  // [T, K] routing weights; [T, K-1] with `shared`
   int64_t route_w_stride = 0;
   float* slot_w = nullptr;  // out [T*K]: routing weight of each slot (1 on the shared expert's)
+  // Scratch of the multi-block grouping (launch_moe_group, more than 8192 slots): int32
+  // [ceil(T*K / 4096), E] (grouped_group_scratch_bytes); without it block 0 groups every slot.
+  // Set by launch_moe_group: chunks (0: one block).
+  int32_t* chunk_hist = nullptr;
+  int64_t chunk_hist_bytes = 0;
+  int chunks = 0;
 };
+// Bytes of MoeGroupParams::chunk_hist for T*K slots over E experts (0 when one block groups them).
+int64_t grouped_group_scratch_bytes(int64_t TK, int64_t E);
 
 struct MoeGemmParams {
   int fmt = 0;                // GroupedFmt

@@ -253,6 +253,9 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     gp.zero = s.sk_counters;
     gp.zero_count = sk.counters();
   }
+  // The multi-block grouping's counts live in h, which gate_up writes only after the grouping.
+  gp.chunk_hist = reinterpret_cast<int32_t*>(s.h);
+  gp.chunk_hist_bytes = T * KS * ge.I * 2;
   launch_moe_group(gp, stream);
 
   // Each GEMM: the configured kernel over `tiles`; with the hybrid also the warpgroup-MMA kernel
