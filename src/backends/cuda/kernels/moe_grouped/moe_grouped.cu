@@ -238,14 +238,17 @@ int grouped_gemm_regs(GroupedFmt f, const GroupedLaunch& l) {
   return regs;
 }
 
-void launch_moe_combine(float* y, int64_t y_stride, const float* out, const int32_t* ids,
-                        int64_t ids_stride, int64_t T, int64_t D, int64_t K, int64_t E, bool shared,
-                        bool accumulate, Stream stream) {
+void launch_moe_combine(float* y, int64_t y_stride, const void* out, bool out_bf16,
+                        const int32_t* ids, int64_t ids_stride, int64_t T, int64_t D, int64_t K,
+                        int64_t E, bool shared, bool accumulate, Stream stream) {
   MOE_CHECK(D % 4 == 0 && y_stride % 4 == 0) << "moe_combine: D " << D << ", y stride " << y_stride;
   const int64_t n = T * D / 4;
   const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((n + 255) / 256, 1, 4096));
-  grouped::moe_combine_kernel<<<blocks, 256, 0, stream>>>(y, y_stride, out, ids, ids_stride, T, D,
-                                                          K, E, shared, accumulate);
+  auto go = [&](auto k) {
+    k<<<blocks, 256, 0, stream>>>(y, y_stride, out, ids, ids_stride, T, D, K, E, shared,
+                                  accumulate);
+  };
+  out_bf16 ? go(grouped::moe_combine_kernel<true>) : go(grouped::moe_combine_kernel<false>);
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/combine");
 }
 

@@ -842,8 +842,9 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   if constexpr (!BULK) cp_async_wait<0>();  // BULK: every copy issued was waited for
 }
 
+template <bool kBf16>
 __global__ void __launch_bounds__(256)
-    moe_combine_kernel(float* y, int64_t y_stride, const float* out, const int32_t* ids,
+    moe_combine_kernel(float* y, int64_t y_stride, const void* out, const int32_t* ids,
                        int64_t ids_stride, int64_t T, int64_t D, int64_t K, int64_t E, bool shared,
                        bool accumulate) {
   const int64_t per_row = D / 4, n = T * per_row;
@@ -859,7 +860,16 @@ __global__ void __launch_bounds__(256)
         bad = true;
         continue;
       }
-      const float4 v = reinterpret_cast<const float4*>(out + (t * K + k) * D)[q];
+      float4 v;
+      if constexpr (kBf16) {
+        const uint2 r = reinterpret_cast<const uint2*>(static_cast<const __nv_bfloat16*>(out) +
+                                                       (t * K + k) * D)[q];
+        const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&r.x));
+        const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&r.y));
+        v = make_float4(lo.x, lo.y, hi.x, hi.y);
+      } else {
+        v = reinterpret_cast<const float4*>(static_cast<const float*>(out) + (t * K + k) * D)[q];
+      }
       s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
     }
     if (bad) s = make_float4(NAN, NAN, NAN, NAN);

@@ -147,6 +147,9 @@ struct MoeGemmParams {
   const int32_t* num_tiles = nullptr;
   const float* slot_w = nullptr;  // [T*K] routing weight per slot (down; moe_group writes it)
   void* out = nullptr;            // gate_up: h [T*K, I] (bf16/f16); down: out [T*K, D] f32
+  // down on the warpgroup-MMA GEMM: out is bf16 [T*K, D] (run_grouped_experts sets it when that
+  // GEMM computes every expert, so the combine reads half the bytes; grouped_out_bf16).
+  bool out_bf16 = false;
   // Per expert: matrix 0 = gate (gate_up) or down, matrix 1 = up (gate_up only).
   const void* w[2][kMaxGroupedExperts] = {};
   // fp8: [N/128, Kd/128] f32; nvfp4: [N, Kd/16] e4m3
@@ -220,8 +223,13 @@ int grouped_tile_gemm_regs(GroupedFmt f, const GroupedLaunch& l);
 // y[t, :] = sum_k out[t*K + k, :] (accumulate: y[t, :] += ...); NaN rows where an expert id is
 // out of range. With `shared`, ids has K-1 columns of routed ids in [0, E-1) and slot K-1 is the
 // shared expert's.
-void launch_moe_combine(float* y, int64_t y_stride, const float* out, const int32_t* ids,
-                        int64_t ids_stride, int64_t T, int64_t D, int64_t K, int64_t E, bool shared,
-                        bool accumulate, Stream stream);
+// out_bf16: out holds bf16 (MoeGemmParams::out_bf16), else f32.
+void launch_moe_combine(float* y, int64_t y_stride, const void* out, bool out_bf16,
+                        const int32_t* ids, int64_t ids_stride, int64_t T, int64_t D, int64_t K,
+                        int64_t E, bool shared, bool accumulate, Stream stream);
+// Whether the down GEMMs of launch `l` write bf16 per-slot outputs: a warpgroup-MMA launch (every
+// expert on the warpgroup-MMA GEMM; its epilogue rounds w * acc once to bf16, the combine sums in
+// f32). Host only.
+inline bool grouped_out_bf16(const GroupedLaunch& l) { return l.tc && l.wgmma; }
 
 }  // namespace moe::cuda

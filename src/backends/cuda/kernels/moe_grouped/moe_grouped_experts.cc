@@ -299,10 +299,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   p2.act = s.h;
   p2.slot_w = s.slot_w;
   p2.out = s.out;
+  p2.out_bf16 = grouped_out_bf16(l);
   gemm(p2, sk.warps > 0 ? s.sk_counters + sk.warps : nullptr);
 
-  launch_moe_combine(y, y_stride, s.out, ids, ids_stride, T, ge.D, KS, ge.E, ge.shared, accumulate,
-                     stream);
+  launch_moe_combine(y, y_stride, s.out, p2.out_bf16, ids, ids_stride, T, ge.D, KS, ge.E, ge.shared,
+                     accumulate, stream);
 }
 
 }  // namespace moe::cuda

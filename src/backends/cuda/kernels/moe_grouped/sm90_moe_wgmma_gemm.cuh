@@ -541,11 +541,20 @@ __global__ void __launch_bounds__(kThreads, 1)
       } else {
         const int64_t slot = p.sorted_slot[done.pos0 + tok];
         const float wv = p.slot_w[slot] * gsc[0];
-        float* o = static_cast<float*>(p.out) + slot * p.N + done.nblk * BN + 2 * c;
+        const int64_t o = slot * p.N + done.nblk * BN + 2 * c;
+        if (p.out_bf16) {  // half the bytes for the combine to read (MoeGemmParams::out_bf16)
+          __nv_bfloat16* ob = static_cast<__nv_bfloat16*>(p.out) + o;
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j)
-          *reinterpret_cast<float2*>(o + j * 8) =
-              make_float2(wv * acc[4 * j + 2 * hh], wv * acc[4 * j + 2 * hh + 1]);
+          for (int j = 0; j < BN / 8; ++j)
+            *reinterpret_cast<__nv_bfloat162*>(ob + j * 8) =
+                __floats2bfloat162_rn(wv * acc[4 * j + 2 * hh], wv * acc[4 * j + 2 * hh + 1]);
+        } else {
+          float* of = static_cast<float*>(p.out) + o;
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j)
+            *reinterpret_cast<float2*>(of + j * 8) =
+                make_float2(wv * acc[4 * j + 2 * hh], wv * acc[4 * j + 2 * hh + 1]);
+        }
       }
     }
     if (next >= n_items) break;
