@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels/moe_grouped/moe_group_kernels.cuh"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.cuh"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_launch.h"
 
@@ -170,10 +171,10 @@ void launch_moe_group(const MoeGroupParams& p, Stream stream) {
   const int64_t conv_blocks =
       std::clamp<int64_t>((units + grouped::kGroupThreads - 1) / grouped::kGroupThreads, 1, 1024);
   MoeGroupParams q = p;
-  const int64_t TK = p.T * p.K, need = grouped_group_scratch_bytes(TK, p.E);
-  q.chunks = 0;
-  if (need > 0 && p.chunk_hist != nullptr && p.chunk_hist_bytes >= need)
-    q.chunks = static_cast<int>((TK + grouped::kGroupChunkSlots - 1) / grouped::kGroupChunkSlots);
+  const int64_t need = grouped_group_scratch_bytes(p.T * p.K, p.E);
+  q.chunks = need > 0 && p.chunk_hist != nullptr && p.chunk_hist_bytes >= need
+                 ? static_cast<int>(need / (4 * p.E))
+                 : 0;
   if (q.chunks > 0) {
     grouped::moe_group_count_kernel<<<q.chunks, grouped::kGroupThreads, 0, stream>>>(q);
     MOE_CUDA_CHECK_LAUNCH("moe_grouped/group_count");

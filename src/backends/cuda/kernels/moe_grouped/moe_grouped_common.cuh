@@ -1,7 +1,8 @@
 // Device helpers the grouped MoE GEMMs share (moe_grouped.cuh, sm80_moe_tile_gemm.cuh,
 // sm90_moe_wgmma_gemm.cuh): per-format step geometry (Fmt), streaming loads, the in-register
 // dequantization of BF16 / FP8 block-128 / NVFP4 weight bytes to 16-bit mma operands, the
-// activations' 16-bit encoding and k order, cp.async and the 128-byte row swizzle.
+// activations' 16-bit encoding and k order, cp.async and the 128-byte row swizzle; with the
+// grouping kernels (moe_group_kernels.cuh) the slot helpers and the E4M3 block quantization.
 #pragma once
 
 #include <cuda_bf16.h>
