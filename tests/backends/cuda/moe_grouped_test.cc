@@ -200,6 +200,8 @@ class MoeGroupedTest : public ::testing::Test {
       GroupedLaunch l = *launch;
       // sm_override_: a smaller grid than the device's (other stream-K splits).
       l.sm_count = sm_override_ > 0 ? sm_override_ : ops_->device().sm_count;
+      // The device's kernels (the bulk-copy ring from sm_90) as moe_launch would choose them.
+      if (l.cc == 0) l.cc = ops_->device().cc_major * 10 + ops_->device().cc_minor;
       const int64_t KS = ge->slots(K), TK = T * KS;  // slots: the shared expert's last
       GroupedScratch s;
       s.xa = dev_->poisoned({T, D}, DType::kF32).raw();  // f32 poison is big enough for 16-bit
@@ -526,6 +528,11 @@ TEST_F(MoeGroupedTest, WarpgroupMmaSmall) {
         Launch{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true});
   check(Fmt::kFp8, 200, 256, 128, 8, 2, Routing::kOne,
         Launch{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true});
+  // The same on packed weights (prepare_experts: the engine's layout).
+  prepare_ = true;
+  check(Fmt::kFp8, 300, 256, 128, 8, 2, Routing::kOne,
+        Launch{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true});
+  prepare_ = false;
 }
 
 // FP8 experts on the warpgroup-MMA GEMM with E4M3 activations (GroupedLaunch::fp8_act): the tc
