@@ -13,68 +13,27 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "../common/bench_util.cuh"
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_common.cuh"
+
 namespace {
+
+// The grouped GEMMs' own copy primitives (moe_grouped_common.cuh), so the numbers are theirs.
+using moe::cuda::grouped::bulk_copy;
+using moe::cuda::grouped::cp_async16;
+using moe::cuda::grouped::cp_async_commit;
+using moe::cuda::grouped::cp_async_wait;
+using moe::cuda::grouped::mbar_arrive_expect_tx;
+using moe::cuda::grouped::mbar_init;
+using moe::cuda::grouped::mbar_init_fence;
+using moe::cuda::grouped::mbar_wait;
 
 constexpr int kStage = 32768;
 constexpr int kStages = 6;
 constexpr int kThreads = 256;
-
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define COPY_BENCH_SM90 1
-#endif
-
-__device__ __forceinline__ void mbar_init(uint32_t bar) {
-#ifdef COPY_BENCH_SM90
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
-#endif
-}
-// Makes the initialised barriers visible to the copy engine (async proxy).
-__device__ __forceinline__ void mbar_init_fence() {
-#ifdef COPY_BENCH_SM90
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_expect(uint32_t bar, uint32_t bytes) {
-#ifdef COPY_BENCH_SM90
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
-               : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-#ifdef COPY_BENCH_SM90
-  asm volatile(
-      "{\n.reg .pred done;\nwaitloop:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra waitloop;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes,
-                                          uint32_t bar) {
-#ifdef COPY_BENCH_SM90
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
-#else
-  __trap();
-#endif
-}
 
 // bulk: copies of `size` bytes, stage by stage, issued by lanes 0..lanes-1 of warp 0; else
 // cp.async of 16 bytes by every thread.
@@ -86,7 +45,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t bars = base + kStages * kStage;
   const int tid = threadIdx.x;
   if (tid == 0)
-    for (int s = 0; s < kStages; ++s) mbar_init(bars + 8 * s);
+    for (int s = 0; s < kStages; ++s) mbar_init(bars + 8 * s, 1);
   mbar_init_fence();
   __syncthreads();
   const uint8_t* src0 = buf + blockIdx.x * slice;
@@ -96,16 +55,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t dst = base + s * kStage;
     if (bulk) {
       if (tid < lanes) {
-        if (tid == 0) mbar_expect(bars + 8 * s, kStage);
+        if (tid == 0) mbar_arrive_expect_tx(bars + 8 * s, kStage);
         for (int i = tid; i < kStage / size; i += lanes)
           bulk_copy(dst + i * size, src + i * size, size, bars + 8 * s);
       }
     } else {
-      for (int i = tid; i < kStage / 16; i += kThreads)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + i * 16),
-                     "l"(src + i * 16)
-                     : "memory");
-      asm volatile("cp.async.commit_group;" ::: "memory");
+      for (int i = tid; i < kStage / 16; i += kThreads) cp_async16(dst + i * 16, src + i * 16);
+      cp_async_commit();
     }
   };
   for (int64_t st = 0; st < kStages - 1 && st < steps; ++st) issue(st);
@@ -113,12 +69,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (bulk)
       mbar_wait(bars + 8 * (st % kStages), (st / kStages) & 1);
     else
-      asm volatile("cp.async.wait_group %0;" ::"n"(kStages - 2) : "memory");
+      cp_async_wait<kStages - 2>();
     __syncthreads();  // stage st landed for everyone; stage st - 1 is free
     if (st + kStages - 1 < steps)
       issue(st + kStages - 1);
     else if (!bulk)
-      asm volatile("cp.async.commit_group;" ::: "memory");  // keep the group count uniform
+      cp_async_commit();  // keep the group count uniform
   }
 }
 
