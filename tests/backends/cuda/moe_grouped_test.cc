@@ -789,6 +789,19 @@ TEST_F(MoeGroupedTest, RegisterTableMatchesTheKernels) {
   }
 }
 
+// The streaming and ring kernels declare no static shared memory (grouped_gemm_static_smem's
+// NOTE: the rings fill the 196 KB carveout exactly; anything more halves the L1 the activations
+// are read through).
+TEST_F(MoeGroupedTest, RingKernelsHaveNoStaticSharedMemory) {
+  const MoeDeviceLimits lim = moe_limits(ops_->device());
+  for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block, GroupedFmt::kNvfp4})
+    for (int nb : {1, 2, 4})
+      for (bool pipe : {false, true})
+        EXPECT_EQ(
+            grouped_gemm_static_smem(f, moe_launch(MoeKernelConfig{nb, 4, 4, pipe}, lim, f, 0)), 0)
+            << "format " << static_cast<int>(f) << " nb " << nb << " pipelined " << pipe;
+}
+
 // Weights in the packed layout (CudaOps::prepare_experts, dequant_bits.h) give bit for bit the
 // row-major results with every GEMM kernel and format: register streaming (8 to 64-token tiles),
 // the cp.async ring and the bulk-copy ring (with stream-K splits on a small grid), the tc tile

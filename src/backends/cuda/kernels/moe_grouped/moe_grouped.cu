@@ -227,16 +227,30 @@ void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stre
                      [&]<GroupedFmt F, int NB>() { launch_gemm_nb<F, NB>(p, l, stream); });
 }
 
-int grouped_gemm_regs(GroupedFmt f, const GroupedLaunch& l) {
-  if (l.tc) return grouped_tile_gemm_regs(f, l);
-  int regs = 0;
+namespace {
+// The largest attr(kernel) over the GEMM kernels launch `l` may run for format `f`: gate_up and
+// down, both copy variants.
+template <typename Attr>
+int max_over_gemm_kernels(GroupedFmt f, const GroupedLaunch& l, Attr&& attr) {
+  int v = 0;
   with_gemm_instance(f, l.nb, [&]<GroupedFmt F, int NB>() {
     for (bool gate_up : {true, false})
       for (bool bulk : {false, true})
         with_gemm_kernel<F, NB>(gate_up, l.pipelined, bulk, l.warps_per_cta,
-                                [&](auto k, int) { regs = std::max(regs, kernel_regs(k)); });
+                                [&](auto k, int) { v = std::max(v, attr(k)); });
   });
-  return regs;
+  return v;
+}
+}  // namespace
+
+int grouped_gemm_regs(GroupedFmt f, const GroupedLaunch& l) {
+  if (l.tc) return grouped_tile_gemm_regs(f, l);
+  return max_over_gemm_kernels(f, l, [](auto k) { return kernel_regs(k); });
+}
+
+int grouped_gemm_static_smem(GroupedFmt f, const GroupedLaunch& l) {
+  MOE_CHECK(!l.tc) << "grouped_gemm_static_smem: streaming and ring kernels only";
+  return max_over_gemm_kernels(f, l, [](auto k) { return kernel_static_smem(k); });
 }
 
 void launch_moe_combine(float* y, int64_t y_stride, const void* out, bool out_bf16,

@@ -219,6 +219,14 @@ void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream
 // and down, and for packed NVFP4 rings both copy variants); grouped_tile_gemm_regs for tc / wgmma.
 // A GPU test holds MoeKernelConfig::regs_per_thread's table to these.
 int grouped_gemm_regs(GroupedFmt f, const GroupedLaunch& l);
+// Static shared memory per CTA (cudaFuncAttributes::sharedSizeBytes) of the streaming and ring
+// kernels launch `l` (not tc) may run for format `f`, the most over gate_up / down and the copy
+// variants. NOTE: must stay 0. Measured on the H200 (2026-12-01, one call, docs/perf.md session
+// 13): the ring kernels' 4 CTAs of 4 x 12,288 B (+ 1 KB each for the driver) fill exactly the
+// 196 KB shared-memory carveout, leaving 60 KB of L1 for the activations; one static 4-byte
+// variable moved the carveout to 228 KB (L1 28 KB): L2 reads +56%, NVFP4 decode 9-10% slower
+// (glm5 T 1 / 8 / 64 75 / 336 / 1263 -> 83 / 364 / 1381 us).
+int grouped_gemm_static_smem(GroupedFmt f, const GroupedLaunch& l);
 int grouped_tile_gemm_regs(GroupedFmt f, const GroupedLaunch& l);
 // y[t, :] = sum_k out[t*K + k, :] (accumulate: y[t, :] += ...); NaN rows where an expert id is
 // out of range. With `shared`, ids has K-1 columns of routed ids in [0, E-1) and slot K-1 is the

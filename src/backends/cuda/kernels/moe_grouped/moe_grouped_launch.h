@@ -36,4 +36,12 @@ int kernel_regs(Kernel kernel, const char* name = "moe_grouped/regs") {
   return a.numRegs;
 }
 
+// Static shared memory per CTA of a compiled kernel (grouped_gemm_static_smem).
+template <typename Kernel>
+int kernel_static_smem(Kernel kernel, const char* name = "moe_grouped/static_smem") {
+  cudaFuncAttributes a{};
+  MOE_CUDA_CHECK(cudaFuncGetAttributes(&a, kernel), name);
+  return static_cast<int>(a.sharedSizeBytes);
+}
+
 }  // namespace moe::cuda
