@@ -250,7 +250,8 @@ int grouped_gemm_regs(GroupedFmt f, const GroupedLaunch& l) {
 
 int grouped_gemm_static_smem(GroupedFmt f, const GroupedLaunch& l) {
   MOE_CHECK(!l.tc) << "grouped_gemm_static_smem: streaming and ring kernels only";
-  return max_over_gemm_kernels(f, l, [](auto k) { return kernel_static_smem(k); });
+  return max_over_gemm_kernels(
+      f, l, [](auto k) { return static_cast<int>(kernel_attributes(k).sharedSizeBytes); });
 }
 
 void launch_moe_combine(float* y, int64_t y_stride, const void* out, bool out_bf16,

@@ -28,20 +28,17 @@ void launch_persistent(Kernel kernel, const MoeGemmParams& p, int threads, int s
   MOE_CUDA_CHECK_LAUNCH(name);
 }
 
-// Registers per thread of a compiled kernel (grouped_gemm_regs).
+// Attributes of a compiled kernel (registers, static shared memory: grouped_gemm_regs,
+// grouped_gemm_static_smem).
 template <typename Kernel>
-int kernel_regs(Kernel kernel, const char* name = "moe_grouped/regs") {
+cudaFuncAttributes kernel_attributes(Kernel kernel, const char* name = "moe_grouped/attributes") {
   cudaFuncAttributes a{};
   MOE_CUDA_CHECK(cudaFuncGetAttributes(&a, kernel), name);
-  return a.numRegs;
+  return a;
 }
-
-// Static shared memory per CTA of a compiled kernel (grouped_gemm_static_smem).
 template <typename Kernel>
-int kernel_static_smem(Kernel kernel, const char* name = "moe_grouped/static_smem") {
-  cudaFuncAttributes a{};
-  MOE_CUDA_CHECK(cudaFuncGetAttributes(&a, kernel), name);
-  return static_cast<int>(a.sharedSizeBytes);
+int kernel_regs(Kernel kernel) {
+  return kernel_attributes(kernel).numRegs;
 }
 
 }  // namespace moe::cuda
