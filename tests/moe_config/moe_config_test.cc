@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <vector>
 
 #include "backends/cuda/moe_config/moe_config.h"
 
@@ -294,7 +296,8 @@ TEST(MoeConfig, HeuristicNvfp4TakesTheCpAsyncRing) {
 }
 
 // The stream-K workspace of a set of configurations is the largest of them: one counter per
-// warp of the grid and 2 slots x 32 lanes x 8*nb partial sums per warp; none without the ring.
+// warp of the grid and 2 slots x 32 lanes x 8*nb partial sums per warp (16 with nb 1: the NVFP4
+// ring's items of two sub-blocks); none without the ring.
 TEST(MoeConfig, StreamKWorkspaceIsTheLargestOfTheConfigs) {
   const MoeDeviceLimits lim = limits(232448, 132);
   const GroupedFmt f = GroupedFmt::kNvfp4;
@@ -307,10 +310,82 @@ TEST(MoeConfig, StreamKWorkspaceIsTheLargestOfTheConfigs) {
   const GroupedSkSizes small = moe_sk_sizes({streaming, ring_small}, lim, f);
   EXPECT_EQ(small.warps, 132 * 2 * 4);
   EXPECT_EQ(small.counters(), 2 * 132 * 2 * 4);
-  EXPECT_EQ(small.partial_floats, 132 * 2 * 4 * 2 * 32 * 8);
+  EXPECT_EQ(small.partial_floats, 132 * 2 * 4 * 2 * 32 * 16);
   const GroupedSkSizes big = moe_sk_sizes({ring_small, ring_big, streaming}, lim, f);
   EXPECT_EQ(big.warps, 132 * 2 * 8);
   EXPECT_EQ(big.partial_floats, 132 * 2 * 8 * 2 * 32 * 16);
+}
+
+// Expected tiles under uniform routing: exact where ceil(n / 8) is 1 for every touched expert,
+// and against a simulation (fixed seed) where experts get more than 8 tokens.
+TEST(MoeConfig, ExpectedTilesOfUniformRouting) {
+  EXPECT_NEAR(grouped_expected_tiles(1, 8, 256, false, 8), 8.0, 1e-9);
+  EXPECT_NEAR(grouped_expected_tiles(1, 9, 257, true, 8), 9.0, 1e-9);  // + the shared expert
+  EXPECT_NEAR(grouped_expected_tiles(8, 8, 256, false, 8),
+              256.0 * (1.0 - std::pow(1.0 - 8.0 / 256.0, 8)), 1e-9);
+  EXPECT_NEAR(grouped_expected_tiles(8, 9, 257, true, 8),
+              256.0 * (1.0 - std::pow(1.0 - 8.0 / 256.0, 8)) + 1.0, 1e-9);
+  EXPECT_NEAR(grouped_expected_tiles(17, 9, 257, true, 16),
+              256.0 * (1.0 - std::pow(1.0 - 8.0 / 256.0, 17)) + 2.0, 1e-6);
+  EXPECT_EQ(grouped_expected_tiles(0, 8, 256, false, 8), 0.0);
+  // Simulation: each token picks K distinct experts uniformly (partial Fisher-Yates).
+  auto simulate = [](int64_t T, int64_t K, int64_t E, int tt, int trials) {
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    auto next = [&x] {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      return x;
+    };
+    double sum = 0;
+    std::vector<int> perm(E), count(E);
+    for (int r = 0; r < trials; ++r) {
+      std::fill(count.begin(), count.end(), 0);
+      for (int64_t t = 0; t < T; ++t) {
+        for (int64_t e = 0; e < E; ++e) perm[e] = static_cast<int>(e);
+        for (int64_t k = 0; k < K; ++k) {
+          std::swap(perm[k], perm[k + static_cast<int64_t>(next() % (E - k))]);
+          ++count[perm[k]];
+        }
+      }
+      for (int c : count) sum += (c + tt - 1) / tt;
+    }
+    return sum / trials;
+  };
+  for (int64_t T : {64, 128}) {
+    const double want = simulate(T, 8, 256, 8, 400),
+                 got = grouped_expected_tiles(T, 8, 256, false, 8);
+    EXPECT_NEAR(got, want, 0.01 * want) << "T " << T;
+  }
+  // Many tokens per expert (the n / t + 1/2 approximation): within 2%.
+  const double want = simulate(2048, 8, 64, 8, 20),
+               got = grouped_expected_tiles(2048, 8, 64, false, 8);
+  EXPECT_NEAR(got, want, 0.02 * want);
+}
+
+// Items of two sub-blocks: NVFP4 ring with 8-token tiles only, N a multiple of two sub-blocks,
+// and at least kGroupedPipeR2MinRounds of them per warp (GLM-5 on the H200 heuristic's grid of
+// 132 x 4 CTAs x 4 warps: not at T 8, from T 16 on).
+TEST(MoeConfig, PipeR2NeedsRoundsOfItems) {
+  GroupedLaunch l;
+  l.nb = 1, l.warps_per_cta = 4, l.ctas_per_sm = 4, l.sm_count = 132, l.pipelined = true;
+  const GroupedFmt f = GroupedFmt::kNvfp4;
+  auto tiles = [](int64_t T) { return grouped_expected_tiles(T, 8, 256, false, 8); };
+  EXPECT_FALSE(grouped_pipe_r2(l, f, 2048, true, tiles(8)));
+  EXPECT_FALSE(grouped_pipe_r2(l, f, 6144, false, tiles(8)));
+  EXPECT_TRUE(grouped_pipe_r2(l, f, 2048, true, tiles(16)));
+  EXPECT_TRUE(grouped_pipe_r2(l, f, 6144, false, tiles(64)));
+  // The boundary: 3 rounds of the grid's 2112 warps.
+  EXPECT_TRUE(grouped_pipe_r2(l, f, 2048, true, 3.0 * 2112 / 64));
+  EXPECT_FALSE(grouped_pipe_r2(l, f, 2048, true, 3.0 * 2112 / 64 - 0.01));
+  EXPECT_FALSE(grouped_pipe_r2(l, GroupedFmt::kFp8Block, 2048, true, tiles(64)));
+  EXPECT_FALSE(grouped_pipe_r2(l, GroupedFmt::kBf16, 2048, true, tiles(64)));
+  EXPECT_FALSE(grouped_pipe_r2(l, f, 2048 + 16, true, tiles(64)));   // N % 32
+  EXPECT_FALSE(grouped_pipe_r2(l, f, 6144 + 32, false, tiles(64)));  // N % 64
+  GroupedLaunch o = l;
+  o.nb = 2;
+  EXPECT_FALSE(grouped_pipe_r2(o, f, 2048, true, tiles(64)));
+  o = l;
+  o.pipelined = false;
+  EXPECT_FALSE(grouped_pipe_r2(o, f, 2048, true, tiles(64)));
 }
 
 TEST(MoeConfig, TuneCacheRoundTripAndFallback) {

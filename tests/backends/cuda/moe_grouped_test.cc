@@ -251,8 +251,9 @@ class MoeGroupedTest : public ::testing::Test {
     std::ostringstream how;
     if (launch)
       how << " nb " << launch->nb << " pipelined " << launch->pipelined << " tc " << launch->tc
-          << " wgmma " << launch->wgmma << " hybrid " << launch->wgmma_min_tokens << " warps "
-          << launch->warps_per_cta << " ctas " << launch->ctas_per_sm << " sms " << sm_override_;
+          << " wgmma " << launch->wgmma << " hybrid " << launch->wgmma_min_tokens << " r2 "
+          << launch->pipe_r2 << " warps " << launch->warps_per_cta << " ctas "
+          << launch->ctas_per_sm << " sms " << sm_override_;
     // E4M3 activations where the warpgroup-MMA GEMM may run FP8 experts (explicit launch, or
     // the heuristic's at T tokens; folded or apart, the shared expert's call counts too).
     const GroupedFmt gf = f == Fmt::kBf16  ? GroupedFmt::kBf16
@@ -407,6 +408,12 @@ TEST_F(MoeGroupedTest, PipelinedAcrossItems) {
       check(f, 1500, 256, 256, 8, 2, Routing::kRandom, Launch{.nb = nb, .pipelined = true});
       check(f, 700, 384, 128, 16, 4, Routing::kRandom, Launch{.nb = nb, .pipelined = true});
     }
+  // Items of two sub-blocks (NVFP4, 8-token tiles), and of one where the choice would be two.
+  for (int r2 : {0, 1}) {
+    const Launch l{.nb = 1, .pipelined = true, .pipe_r2 = r2};
+    check(Fmt::kNvfp4, 1500, 256, 256, 8, 2, Routing::kRandom, l);
+    check(Fmt::kNvfp4, 700, 384, 128, 16, 4, Routing::kRandom, l);
+  }
 }
 
 // Stream-K in the pipelined kernel: the last n_items % W items are cut into k-ranges over all W
@@ -418,12 +425,20 @@ TEST_F(MoeGroupedTest, StreamKSplitsItemsBetweenWarps) {
   struct Grid {
     int sms, ctas, warps;
   };
+  // NVFP4 with 8-token tiles twice: items of one and of two sub-blocks (pipe_r2).
+  struct Items {
+    int nb, r2;
+  };
   for (Fmt f : kFmts)
-    for (int nb : {1, 2})
+    for (auto [nb, r2] : {Items{1, 0}, Items{1, 1}, Items{2, 0}})
       for (Grid gr : {Grid{1, 1, 1}, Grid{3, 1, 2}, Grid{7, 2, 4}, Grid{13, 2, 8}}) {
+        if (r2 == 1 && f != Fmt::kNvfp4) continue;
         sm_override_ = gr.sms;
-        const Launch l{
-            .nb = nb, .warps_per_cta = gr.warps, .ctas_per_sm = gr.ctas, .pipelined = true};
+        const Launch l{.nb = nb,
+                       .warps_per_cta = gr.warps,
+                       .ctas_per_sm = gr.ctas,
+                       .pipelined = true,
+                       .pipe_r2 = r2};
         const Tensor a = check(f, 1, 1024, 256, 8, 2, Routing::kRandom, l);
         check(f, 45, 384, 256, 8, 4, Routing::kRandom, l);
         check(f, 300, 640, 384, 4, 2, Routing::kRandom, l);
@@ -431,7 +446,7 @@ TEST_F(MoeGroupedTest, StreamKSplitsItemsBetweenWarps) {
         const Tensor b = check(f, 1, 1024, 256, 8, 2, Routing::kRandom, l);
         ASSERT_EQ(a.numel(), b.numel());
         EXPECT_EQ(std::memcmp(a.data<float>(), b.data<float>(), a.nbytes()), 0)
-            << name(f) << " nb " << nb << " sms " << gr.sms << ": two runs differ";
+            << name(f) << " nb " << nb << " r2 " << r2 << " sms " << gr.sms << ": two runs differ";
       }
   sm_override_ = 0;
 }
@@ -449,6 +464,13 @@ TEST_F(MoeGroupedTest, StreamKSmall) {
   prepare_ = true;
   check(Fmt::kNvfp4, 1, 1024, 256, 8, 2, Routing::kRandom, l);
   check(Fmt::kNvfp4, 45, 384, 256, 8, 4, Routing::kRandom, l);
+  // Items of two sub-blocks, packed and row-major.
+  Launch r2 = l;
+  r2.pipe_r2 = 1;
+  check(Fmt::kNvfp4, 45, 384, 256, 8, 4, Routing::kRandom, r2);
+  prepare_ = false;
+  check(Fmt::kNvfp4, 45, 384, 256, 8, 4, Routing::kRandom, r2);
+  prepare_ = true;
   Launch l2 = l;
   l2.nb = 2;
   check(Fmt::kNvfp4, 45, 384, 256, 8, 4, Routing::kRandom, l2);

@@ -25,7 +25,7 @@ int MoeKernelConfig::regs_per_thread(GroupedFmt f) const {
       case GroupedFmt::kFp8Block:
         return nb <= 1 ? 120 : nb == 2 ? 128 : 184;
       case GroupedFmt::kNvfp4:
-        return nb <= 1 ? 120 : nb == 2 ? 128 : 200;
+        return nb <= 1 ? 128 : nb == 2 ? 128 : 200;  // nb 1: items of two sub-blocks (pipe_r2)
     }
   }
   switch (f) {  // moe_gemm_kernel

@@ -1,6 +1,7 @@
 // Launchers of the grouped routed-expert kernels: one switch maps (format, tokens per tile,
 // gate_up/down) onto the template instances; grids are persistent and sized from the device.
 #include <algorithm>
+#include <cmath>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels/moe_grouped/moe_group_kernels.cuh"
@@ -18,6 +19,33 @@ bool grouped_pipe_bulk(const MoeGemmParams& p, const GroupedLaunch& l) {
          l.cc >= 90 && p.weight_align >= 16;
 }
 
+double grouped_expected_tiles(int64_t T, int64_t K, int64_t E, bool shared, int tile_tokens) {
+  const int64_t er = E - (shared ? 1 : 0), kr = K - (shared ? 1 : 0);
+  double tiles = shared ? static_cast<double>((T + tile_tokens - 1) / tile_tokens) : 0.0;
+  if (er <= 0 || kr <= 0 || T <= 0) return tiles;
+  const double q = std::min(1.0, static_cast<double>(kr) / static_cast<double>(er));
+  const double mean = static_cast<double>(T) * q;
+  if (q >= 1.0 || mean > 200.0)  // many tokens per expert: ceil(n / t) ~ n / t + 1/2
+    return tiles + static_cast<double>(er) * (mean / tile_tokens + 0.5);
+  // Binomial pmf by its recurrence from P(0) = (1 - q)^T (mean <= 200: no underflow to 0 before
+  // the mass, log-space start).
+  double pmf = std::exp(static_cast<double>(T) * std::log1p(-q)), per = 0.0, mass = 0.0;
+  for (int64_t n = 0; n <= T && mass < 1.0 - 1e-12; ++n) {
+    per += pmf * static_cast<double>((n + tile_tokens - 1) / tile_tokens);
+    mass += pmf;
+    pmf *= static_cast<double>(T - n) / static_cast<double>(n + 1) * q / (1.0 - q);
+  }
+  return tiles + static_cast<double>(er) * per;
+}
+
+bool grouped_pipe_r2(const GroupedLaunch& l, GroupedFmt f, int64_t N, bool gate_up,
+                     double expected_tiles) {
+  const int64_t rows2 = gate_up ? 32 : 64;
+  if (f != GroupedFmt::kNvfp4 || !l.pipelined || l.tc || l.nb != 1 || N % rows2 != 0) return false;
+  const double warps = static_cast<double>(l.sm_count) * l.ctas_per_sm * l.warps_per_cta;
+  return expected_tiles * static_cast<double>(N / rows2) >= kGroupedPipeR2MinRounds * warps;
+}
+
 namespace {
 
 // The cp.async pipeline copies nvfp4 scales in 4-byte words: every scale matrix must be 4-byte
@@ -30,12 +58,17 @@ bool pipe_aligned(const MoeGemmParams& p) {
 // the cp.async ring or register streaming (64-token tiles always stream) and, for the NVFP4 ring
 // with 16-token tiles or wider, bulk copies: the one map from a launch's choices to a kernel, for
 // the launcher and for grouped_gemm_regs.
+// r2: the NVFP4 ring's items of two sub-blocks (nb 1, GroupedLaunch::pipe_r2).
 template <GroupedFmt F, int NB, typename Fn>
-void with_gemm_kernel(bool gate_up, bool pipe, bool bulk, int warps_per_cta, Fn&& fn) {
+void with_gemm_kernel(bool gate_up, bool pipe, bool bulk, bool r2, int warps_per_cta, Fn&& fn) {
   using namespace grouped;
   if constexpr (NB != 8) {
     if (pipe) {
       const int smem = warps_per_cta * kGroupedPipeWarpBytes;
+      if constexpr (F == GroupedFmt::kNvfp4 && NB == 1)
+        if (r2)
+          return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, false, 2>, smem)
+                         : fn(moe_gemm_pipe_kernel<F, NB, false, false, 2>, smem);
       if constexpr (F == GroupedFmt::kNvfp4 && NB >= 2)
         if (bulk)
           return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, true>, smem)
@@ -57,8 +90,9 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
   const bool pipe = NB != 8 && l.pipelined && pipe_aligned(p);
   MOE_CHECK(!pipe || (p.sk_partials != nullptr && p.sk_counters != nullptr))
       << name << ": the pipelined kernel needs its stream-K workspace (grouped_sk_sizes)";
+  const bool r2 = l.pipe_r2 == 1 && p.N % (p.gate_up ? 32 : 64) == 0;
   with_gemm_kernel<F, NB>(
-      p.gate_up, pipe, grouped_pipe_bulk(p, l), l.warps_per_cta, [&](auto k, int smem) {
+      p.gate_up, pipe, grouped_pipe_bulk(p, l), r2, l.warps_per_cta, [&](auto k, int smem) {
         launch_persistent(k, p, threads, smem, l.sm_count, l.ctas_per_sm, name, stream);
       });
 }
@@ -113,7 +147,9 @@ GroupedSkSizes grouped_sk_sizes(const GroupedLaunch& l) {
   if (!l.pipelined || l.tc || l.nb >= 8) return z;
   // The grid has at most sm_count * ctas_per_sm CTAs (fewer when occupancy is lower).
   z.warps = static_cast<int64_t>(l.sm_count) * l.ctas_per_sm * l.warps_per_cta;
-  z.partial_floats = z.warps * 2 * 32 * (2 * l.nb * 4);  // 2 slots x lanes x accumulators
+  // 2 slots x lanes x accumulators (2 matrices x nb x 4; twice that for the NVFP4 ring's items of
+  // two sub-blocks with nb 1: kPipeR2)
+  z.partial_floats = z.warps * 2 * 32 * (2 * l.nb * 4) * (l.nb == 1 ? 2 : 1);
   return z;
 }
 
@@ -229,15 +265,16 @@ void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stre
 
 namespace {
 // The largest attr(kernel) over the GEMM kernels launch `l` may run for format `f`: gate_up and
-// down, both copy variants.
+// down, both copy variants, items of one or two sub-blocks (pipe_r2 is chosen per call).
 template <typename Attr>
 int max_over_gemm_kernels(GroupedFmt f, const GroupedLaunch& l, Attr&& attr) {
   int v = 0;
   with_gemm_instance(f, l.nb, [&]<GroupedFmt F, int NB>() {
     for (bool gate_up : {true, false})
       for (bool bulk : {false, true})
-        with_gemm_kernel<F, NB>(gate_up, l.pipelined, bulk, l.warps_per_cta,
-                                [&](auto k, int) { v = std::max(v, attr(k)); });
+        for (bool r2 : {false, true})
+          with_gemm_kernel<F, NB>(gate_up, l.pipelined, bulk, r2, l.warps_per_cta,
+                                  [&](auto k, int) { v = std::max(v, attr(k)); });
   });
   return v;
 }

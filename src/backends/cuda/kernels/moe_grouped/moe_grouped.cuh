@@ -3,7 +3,8 @@
 // moe_group_kernels.cuh).
 //
 // GEMMs stream weights from HBM into mma.sync A fragments: a warp owns a work item of
-// (tile of <= 8*NB tokens of one expert, 16 or 32 weight rows) and walks K in steps where every
+// (tile of <= 8*NB tokens of one expert, 16 or 32 weight rows; twice that in the ring kernel's
+// two-sub-block items, GroupedLaunch::pipe_r2) and walks K in steps where every
 // lane loads 16 bytes of each of its rows (64 contiguous bytes per row per step), either straight
 // into registers (moe_gemm_kernel) or through a per-warp cp.async ring in shared memory that runs
 // ahead across items (moe_gemm_pipe_kernel, "pipelined"). The order of k
@@ -62,10 +63,10 @@ struct Item {
   const uint4* arow[NB];  // activation row of token column nb*8 + g, at this lane's k offset
 };
 
-template <GroupedFmt F, int NB, bool GU>
+template <GroupedFmt F, int NB, bool GU, int R = 1>
 __device__ __forceinline__ Item<NB> make_item(const MoeGemmParams& p, int64_t item,
                                               int64_t row_blocks, int g, int c) {
-  constexpr int kRows = GU ? 16 : 32;
+  constexpr int kRows = (GU ? 16 : 32) * R;
   Item<NB> it;
   const int64_t tile = item / row_blocks, rb = item % row_blocks;
   const int4 td = reinterpret_cast<const int4*>(p.tiles)[tile];
@@ -313,11 +314,11 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
 // itself in; the last to arrive adds all contributions in warp order (deterministic) and runs
 // the epilogue.
 // NBS: the launch's token columns (the slot size); NB <= NBS those of this item's code.
-template <GroupedFmt F, int NB, bool GU, int NBS = NB>
+template <GroupedFmt F, int NB, bool GU, int NBS = NB, int R = 1>
 __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const StreamKSched& sc,
                                              const StreamKSeg& s, const Item<NB>& it,
-                                             float (&acc)[2][NB][4], int lane, int g, int c) {
-  constexpr int kAcc = 2 * NBS * 4;
+                                             float (&acc)[R][2][NB][4], int lane, int g, int c) {
+  constexpr int kAcc = R * 2 * NBS * 4;
   const int i = s.item - sc.sk_base;
   const int wf = sc.first_warp(i), wl = sc.last_warp(i);
   auto slot_of = [&](int v) -> float* {
@@ -325,11 +326,14 @@ __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const Strea
   };
   float* mine = slot_of(sc.w);
 #pragma unroll
-  for (int t = 0; t < 2; ++t)
+  for (int rr = 0; rr < R; ++rr)
 #pragma unroll
-    for (int nb = 0; nb < NB; ++nb)
+    for (int t = 0; t < 2; ++t)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) mine[((t * NB + nb) * 4 + r) * 32] = acc[t][nb][r];
+      for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          mine[(((rr * 2 + t) * NB + nb) * 4 + r) * 32] = acc[rr][t][nb][r];
   __threadfence();
   __syncwarp();
   int arrived = 0;
@@ -337,18 +341,25 @@ __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const Strea
   arrived = __shfl_sync(0xffffffffu, arrived, 0);
   if (arrived != wl - wf) return;  // not the last contributor
   __threadfence();
-  float sum[2][NB][4] = {};
-  for (int v = wf; v <= wl; ++v) {
-    const float* src = slot_of(v);
 #pragma unroll
-    for (int t = 0; t < 2; ++t)
+  for (int rr = 0; rr < R; ++rr) {
+    float sum[2][NB][4] = {};
+    for (int v = wf; v <= wl; ++v) {
+      const float* src = slot_of(v);
 #pragma unroll
-      for (int nb = 0; nb < NB; ++nb)
+      for (int t = 0; t < 2; ++t)
 #pragma unroll
-        for (int r = 0; r < 4; ++r)
-          sum[t][nb][r] += v == sc.w ? acc[t][nb][r] : __ldcg(src + ((t * NB + nb) * 4 + r) * 32);
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            sum[t][nb][r] += v == sc.w ? acc[rr][t][nb][r]
+                                       : __ldcg(src + (((rr * 2 + t) * NB + nb) * 4 + r) * 32);
+    }
+    Item<NB> sub = it;
+#pragma unroll
+    for (int t = 0; t < 2; ++t) sub.rbase[t] += rr * (GU ? 16 : 32);
+    epilogue<F, NB, GU>(p, sub, sum, g, c);
   }
-  epilogue<F, NB, GU>(p, it, sum, g, c);
 }
 
 // Shared-memory pipeline: every warp owns a ring of kS k-steps in shared memory, filled in groups
@@ -364,9 +375,13 @@ __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const Strea
 // copies (per matrix its 1024 data and 128 scale bytes: the packed block is the stage's layout)
 // that complete on the stage's mbarrier; the lanes wait on it, and the warp converges before a
 // stage is refilled.
-template <GroupedFmt F, int NB, bool GU, bool BULK = false>
+// R: sub-blocks per item (GroupedLaunch::pipe_r2: 2): an item is R blocks of 16 gate + 16 up
+// rows (down: 32 rows); each k-step's activations are loaded once for all of them, and the
+// ring's stages hold one sub-block's step each (the sub-blocks of a step in consecutive stages).
+template <GroupedFmt F, int NB, bool GU, bool BULK = false, int R = 1>
 __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     moe_gemm_pipe_kernel(const __grid_constant__ MoeGemmParams p) {
+  static_assert(R == 1 || (F == GroupedFmt::kNvfp4 && !BULK));
   using Tr = Fmt<F>;
   constexpr int kB = kPipeBatch<F>, kS = kPipeStages<F>, kStepBytes = kPipeStepBytes<F>;
   constexpr int kGroups = kS / kB;
@@ -378,7 +393,8 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   extern __shared__ uint4 smem[];
   const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int wpb = blockDim.x >> 5;
-  const int64_t row_blocks = p.N / (GU ? 16 : 32);
+  constexpr int kSubRows = GU ? 16 : 32;  // rows of one matrix per sub-block (R per item)
+  const int64_t row_blocks = p.N / (kSubRows * R);
   const int nsteps = static_cast<int>(p.Kd / Tr::kStepK);
   const StreamKSched sc(blockIdx.x * wpb + (threadIdx.x >> 5), gridDim.x * wpb,
                         static_cast<int>(*p.num_tiles * row_blocks), nsteps, kUnit);
@@ -393,6 +409,14 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   // packed, one word holds both halves of a lane and is copied once.
   const bool packed_scales = F == GroupedFmt::kNvfp4 && p.packed;
   const int shalf = static_cast<int>(p.Kd / 2);
+  // R > 1: bytes from a sub-block's sources to the next one's (kSubRows rows further).
+  const int64_t rbytes = grouped_row_bytes(F, p.Kd);
+  const int wsub = static_cast<int>(packed_data_offset(p.packed, rbytes, kSubRows, 0) -
+                                    packed_data_offset(p.packed, rbytes, 0, 0));
+  const int ssub = F == GroupedFmt::kNvfp4
+                       ? static_cast<int>(nvfp4_scale_offset(p.packed, p.Kd, kSubRows, 0) -
+                                          nvfp4_scale_offset(p.packed, p.Kd, 0, 0))
+                       : 0;
   // BULK: one mbarrier per stage after the warp's stages; bit s of `phase`: parity of stage s's
   // next completion.
   const uint32_t bar0 = ring_s - lane * 16 + kS * kStepBytes;
@@ -406,7 +430,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
 
   // Loader cursor: segment lj, next k-step lk (segment ends at lke), this lane's source bytes
   // of half 0 at step lk (one pointer per matrix: registers).
-  int lj = 0, lk = 0, lke = 0;
+  int lj = 0, lk = 0, lke = 0, lr = 0;
   const uint8_t* lw[2];
   const uint8_t* ls[2];
   auto aim = [&](int j) {
@@ -417,7 +441,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     const int e = p.tiles[4 * tile];
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
-      const int64_t rbase = rb * (GU ? 16 : 32) + (GU ? 0 : 16 * t);
+      const int64_t rbase = rb * kSubRows * R + (GU ? 0 : 16 * t);
       lw[t] = weight_row<F, GU>(p, e, rbase, t, 0, g, c) + s.kb * wstep;
       ls[t] = F == GroupedFmt::kNvfp4
                   ? reinterpret_cast<const uint8_t*>(
@@ -431,33 +455,42 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   auto issue_step = [&](int stage) {
     if (lj < sc.nseg) {
       const uint32_t dst = ring_s + stage * kStepBytes;
+      const int wo = R > 1 ? lr * wsub : 0, so = R > 1 ? lr * ssub : 0;
       if constexpr (BULK) {
         if (lane == 0) {  // lane 0's sources are the blocks' first bytes
           const uint32_t bar = bar0 + 8 * stage;
           mbar_arrive_expect_tx(bar, 2 * (1024 + 128));
 #pragma unroll
           for (int t = 0; t < 2; ++t) {
-            bulk_copy(dst + t * 1024, lw[t], 1024, bar);
-            bulk_copy(dst + 2048 + t * 128, ls[t], 128, bar);
+            bulk_copy(dst + t * 1024, lw[t] + wo, 1024, bar);
+            bulk_copy(dst + 2048 + t * 128, ls[t] + so, 128, bar);
           }
         }
-#pragma unroll
-        for (int t = 0; t < 2; ++t) lw[t] += wstep, ls[t] += sstep;
       } else {
 #pragma unroll
         for (int t = 0; t < 2; ++t) {
-          cp_async16_l2(dst + (t * 2) * 512, lw[t]);
-          cp_async16_l2(dst + (t * 2 + 1) * 512, lw[t] + whalf);
-          lw[t] += wstep;
+          cp_async16_l2(dst + (t * 2) * 512, lw[t] + wo);
+          cp_async16_l2(dst + (t * 2 + 1) * 512, lw[t] + wo + whalf);
           if constexpr (F == GroupedFmt::kNvfp4) {
-            cp_async4(dst + 2048 - lane * 12 + (t * 2) * 128, ls[t]);
+            cp_async4(dst + 2048 - lane * 12 + (t * 2) * 128, ls[t] + so);
             if (!packed_scales)
-              cp_async4(dst + 2048 - lane * 12 + (t * 2 + 1) * 128, ls[t] + shalf);
-            ls[t] += sstep;
+              cp_async4(dst + 2048 - lane * 12 + (t * 2 + 1) * 128, ls[t] + so + shalf);
           }
         }
       }
-      if (++lk == lke && ++lj < sc.nseg) aim(lj);
+      bool next_k = true;
+      if constexpr (R > 1) {
+        next_k = ++lr == R;
+        if (next_k) lr = 0;
+      }
+      if (next_k) {
+#pragma unroll
+        for (int t = 0; t < 2; ++t) {
+          lw[t] += wstep;
+          if constexpr (F == GroupedFmt::kNvfp4) ls[t] += sstep;
+        }
+        if (++lk == lke && ++lj < sc.nseg) aim(lj);
+      }
     }
   };
   // One cp.async group = kB consecutive steps; groups past the last segment are empty, which
@@ -479,9 +512,9 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
       // Activations of the next step are loaded one step ahead with one token column; with more
       // the registers go to a second CTA per SM instead (their loads overlap the dequantization).
       constexpr bool kPrefetchAct = NBI == 1;
-      const Item<NBI> it = make_item<F, NBI, GU>(p, s.item, row_blocks, g, c);
-      float acc[2][NBI][4] = {};
-      float tacc[2][NBI][4] = {};
+      const Item<NBI> it = make_item<F, NBI, GU, R>(p, s.item, row_blocks, g, c);
+      float acc[R][2][NBI][4] = {};
+      float tacc[R][2][NBI][4] = {};
       // One k-step: prefetch the next step's activations into Xn, compute with X (two call sites
       // with the buffers swapped, so no register copies).
       auto step = [&](int ks, ActRegs<F, NBI>& X, ActRegs<F, NBI>& Xn) {
@@ -489,35 +522,38 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
           load_act<F, NBI>(it, ks + 1 < s.ke ? ks + 1 : ks, Xn);
         else
           load_act<F, NBI>(it, ks, X);
-        if (stage % kB == 0) {  // first step of a group: wait for it, refill the group used last
-          if constexpr (BULK) {
-            mbar_wait(bar0 + 8 * stage, (phase >> stage) & 1u);
-            phase ^= 1u << stage;
-            __syncwarp();  // every lane has read the stage refilled next
-          } else {
-            cp_async_wait<kGroups - 2>();
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          if (stage % kB == 0) {  // first step of a group: wait for it, refill the group used last
+            if constexpr (BULK) {
+              mbar_wait(bar0 + 8 * stage, (phase >> stage) & 1u);
+              phase ^= 1u << stage;
+              __syncwarp();  // every lane has read the stage refilled next
+            } else {
+              cp_async_wait<kGroups - 2>();
+            }
+            issue_group(stage == 0 ? kS - kB : stage - kB);
           }
-          issue_group(stage == 0 ? kS - kB : stage - kB);
+          const uint4* src = ring + stage * (kStepBytes / 16);
+          uint4 W[2][2];
+          uint16_t S[2][2];
+#pragma unroll
+          for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int slot = (t * 2 + h) * 32 + lane;
+              W[t][h] = src[slot];
+              if constexpr (BULK)
+                S[t][h] = reinterpret_cast<const uint16_t*>(src + 128)[t * 64 + 2 * lane + h];
+              else if constexpr (F == GroupedFmt::kNvfp4)
+                S[t][h] = reinterpret_cast<const uint16_t*>(
+                    src + 128)[packed_scales ? 2 * (slot - 32 * h) + h : 2 * slot + (c & 1)];
+              else
+                S[t][h] = 0;
+            }
+          compute_step<F, NBI, GU>(p, it, ks, X, W, S, acc[r], tacc[r]);
+          stage = stage + 1 == kS ? 0 : stage + 1;
         }
-        const uint4* src = ring + stage * (kStepBytes / 16);
-        uint4 W[2][2];
-        uint16_t S[2][2];
-#pragma unroll
-        for (int t = 0; t < 2; ++t)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int slot = (t * 2 + h) * 32 + lane;
-            W[t][h] = src[slot];
-            if constexpr (BULK)
-              S[t][h] = reinterpret_cast<const uint16_t*>(src + 128)[t * 64 + 2 * lane + h];
-            else if constexpr (F == GroupedFmt::kNvfp4)
-              S[t][h] = reinterpret_cast<const uint16_t*>(
-                  src + 128)[packed_scales ? 2 * (slot - 32 * h) + h : 2 * slot + (c & 1)];
-            else
-              S[t][h] = 0;
-          }
-        compute_step<F, NBI, GU>(p, it, ks, X, W, S, acc, tacc);
-        stage = stage + 1 == kS ? 0 : stage + 1;
       };
       ActRegs<F, NBI> X0, X1;
       if constexpr (kPrefetchAct) load_act<F, NBI>(it, s.kb, X0);
@@ -525,10 +561,17 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
         step(ks, X0, X1);
         if (ks + 1 < s.ke) step(ks + 1, X1, X0);
       }
-      if (s.kb == 0 && s.ke == nsteps)
-        epilogue<F, NBI, GU>(p, it, acc, g, c);
-      else
-        finish_split<F, NBI, GU, NB>(p, sc, s, it, acc, lane, g, c);
+      if (s.kb == 0 && s.ke == nsteps) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          Item<NBI> sub = it;
+#pragma unroll
+          for (int t = 0; t < 2; ++t) sub.rbase[t] += r * kSubRows;
+          epilogue<F, NBI, GU>(p, sub, acc[r], g, c);
+        }
+      } else {
+        finish_split<F, NBI, GU, NB, R>(p, sc, s, it, acc, lane, g, c);
+      }
     };
     with_tile_width<NB, kNarrow>(p.tiles[4 * (s.item / row_blocks) + 2], run);
   }

@@ -89,6 +89,12 @@ struct GroupedLaunch {
   // wgmma with both block scales applied per 128 k; false: F16 activations, weights dequantized
   // to F16 on the way to shared memory. moe_launch sets it for FP8 on sm_90a.
   bool fp8_act = false;
+  // NVFP4 ring with 8-token tiles (pipelined, nb 1): work items of two 16-row sub-blocks of each
+  // matrix (down: 2 x 32 rows), one activation load per k-step for both (moe_gemm_pipe_kernel's
+  // R = 2): 1 always, 0 never, -1 chosen per GEMM by run_grouped_experts (grouped_pipe_r2; a
+  // launch_moe_gemm of -1 runs one sub-block). Ignored by other launches and when N is not a
+  // multiple of 32 (gate_up) / 64 (down).
+  int pipe_r2 = -1;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
 };
 
@@ -181,6 +187,21 @@ GroupedSkSizes grouped_sk_sizes(const GroupedLaunch& l);
 // tiles of 16 tokens or more (l.nb >= 2), sm_90 or later (l.cc), every data and scale matrix
 // 16-byte aligned (p.weight_align). Host only, no CUDA calls.
 bool grouped_pipe_bulk(const MoeGemmParams& p, const GroupedLaunch& l);
+
+// Expected tiles of `tile_tokens` in the list of a call of T tokens, K slots each over E experts
+// (the last of them the shared expert, on every token, when `shared`) with uniform routing: per
+// routed expert E[ceil(n / tile_tokens)] for n ~ Binomial(T, routed K / routed E). Host only.
+double grouped_expected_tiles(int64_t T, int64_t K, int64_t E, bool shared, int tile_tokens);
+// Whether a GEMM of N rows per matrix (gate_up: I, down: D) with launch `l` takes items of two
+// sub-blocks (GroupedLaunch::pipe_r2): the NVFP4 ring with 8-token tiles, N a multiple of two
+// sub-blocks, and at least kGroupedPipeR2MinRounds such items per warp of the grid for
+// `expected_tiles` tiles (grouped_expected_tiles). Measured on the H200 (docs/perf.md, 2026-12-01
+// session 14; glm5 / dsv3 / TP8 / EP8 NVFP4, same routing): T 16..128 1-9% faster (half the
+// activation loads per weight byte); with fewer items per warp (glm5 T 8, 1.7 rounds of gate_up
+// items; EP8 T 32..64, under one) 2-5% slower: coarser stream-K splits.
+constexpr int kGroupedPipeR2MinRounds = 3;
+bool grouped_pipe_r2(const GroupedLaunch& l, GroupedFmt f, int64_t N, bool gate_up,
+                     double expected_tiles);
 
 // K-granularity the GEMMs need of D and I (rows must be multiples of 32).
 int64_t grouped_k_multiple(GroupedFmt f);

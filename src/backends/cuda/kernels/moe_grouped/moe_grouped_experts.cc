@@ -269,7 +269,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // The warpgroup-MMA GEMM's tiles (the whole list with a wgmma launch, else the big tiles).
   const int32_t* wg_tiles = hybrid ? gp.big_tiles : s.tiles;
   const int32_t* wg_num = hybrid ? gp.num_big : s.num_tiles;
-  auto gemm = [&](MoeGemmParams& p, int32_t* sk_counters) {
+  auto gemm = [&](MoeGemmParams& p, const GroupedLaunch& ls, int32_t* sk_counters) {
     p.K = KS;
     p.sk_counters = sk_counters;
     p.sk_partials = s.sk_partials;
@@ -277,7 +277,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     if (!l.wgmma) {  // the streaming (or mma.sync tile) GEMM over the streaming list
       p.tiles = s.tiles;
       p.num_tiles = s.num_tiles;
-      launch_moe_gemm(p, l, stream);
+      launch_moe_gemm(p, ls, stream);
       if (!hybrid) return;
     }
     p.tiles = wg_tiles;  // the warpgroup-MMA GEMM, on FP8 activations when f8
@@ -288,10 +288,18 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     }
     launch_moe_gemm(p, l.wgmma ? l : lb, stream);
   };
+  // The NVFP4 ring's items of two sub-blocks, per GEMM, from the expected tile count (unless the
+  // launch says).
+  GroupedLaunch lg = l, ld = l;
+  if (l.pipe_r2 < 0) {
+    const double tiles = grouped_expected_tiles(T, KS, ge.E, ge.shared, gp.tile_tokens);
+    lg.pipe_r2 = grouped_pipe_r2(l, ge.fmt, ge.I, true, tiles);
+    ld.pipe_r2 = grouped_pipe_r2(l, ge.fmt, ge.D, false, tiles);
+  }
   MoeGemmParams p1 = ge.gate_up;
   p1.act = s.xa;
   p1.out = s.h;
-  gemm(p1, s.sk_counters);
+  gemm(p1, lg, s.sk_counters);
   if (f8)  // h rows of the warpgroup-MMA tiles -> E4M3 (x's codes are no longer needed)
     launch_moe_quant_rows(s.h, ge.I, wg_tiles, wg_num, list_tiles(T * KS, ge.E, kGroupedBigTile), q,
                           qs, l.sm_count, stream);
@@ -300,7 +308,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   p2.slot_w = s.slot_w;
   p2.out = s.out;
   p2.out_bf16 = grouped_out_bf16(l);
-  gemm(p2, sk.warps > 0 ? s.sk_counters + sk.warps : nullptr);
+  gemm(p2, ld, sk.warps > 0 ? s.sk_counters + sk.warps : nullptr);
 
   launch_moe_combine(y, y_stride, s.out, p2.out_bf16, ids, ids_stride, T, ge.D, KS, ge.E, ge.shared,
                      accumulate, stream);
