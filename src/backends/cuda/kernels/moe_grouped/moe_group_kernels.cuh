@@ -342,12 +342,13 @@ __global__ void __launch_bounds__(256)
     float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
     bool bad = false;
     const int64_t routed = shared ? K - 1 : K, routed_e = shared ? E - 1 : E;
+    // Every slot's row is read and added, a bad one's too (not written by the GEMMs; the sum is
+    // then replaced by NaN): no load waits on the ids, so the loads of several slots are in
+    // flight together (at T 1 the chain of K dependent id -> row loads was most of the time).
+#pragma unroll 4
     for (int64_t k = 0; k < K; ++k) {
       const int32_t e = k < routed ? ids[t * ids_stride + k] : -1;  // -1: the shared slot
-      if (k < routed && (e < 0 || e >= routed_e)) {
-        bad = true;
-        continue;
-      }
+      bad |= k < routed && (e < 0 || e >= routed_e);
       float4 v;
       if constexpr (kBf16) {
         const uint2 r = reinterpret_cast<const uint2*>(static_cast<const __nv_bfloat16*>(out) +
