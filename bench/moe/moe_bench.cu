@@ -19,7 +19,7 @@
 //                  [--routing uniform,zipf1,zipf1.5,hot8] [--tokens 1,4,8,...,4096,8192]
 //                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
 //                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
-//                  [--shared 0|1|2] [--f8act 0|1]
+//                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -33,7 +33,9 @@
 // (up to / above moe_shared_fold_max_tokens); its bytes and FLOPs are counted and uniq includes
 // it. Not with expert-parallel shapes (their rows are only the local assignments). --f8act 0|1
 // overrides GroupedLaunch::fp8_act (FP8 experts on the warpgroup-MMA GEMM: E4M3 activations and
-// FP8 wgmma, or F16 activations with weights dequantized to F16).
+// FP8 wgmma, or F16 activations with weights dequantized to F16). --r2 0|1 overrides
+// GroupedLaunch::pipe_r2 (the NVFP4 ring's items of one or two sub-blocks; default: chosen per GEMM
+// by run_grouped_experts).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -109,9 +111,12 @@ ConstTensorView dev_view(void* p, moe::Shape sh, DType dt) {
 bool g_row_major = false;  // --layout rowmajor
 int g_shared = 0;          // --shared 1 (folded) or 2 (apart)
 int g_f8act = -1;          // --f8act 0|1 (-1: moe_launch's choice)
+int g_r2 = -1;             // --r2 0|1 (-1: run_grouped_experts' choice)
 
-GroupedLaunch with_f8act(GroupedLaunch l) {
+// The launch with the --f8act and --r2 overrides.
+GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_f8act >= 0) l.fp8_act = g_f8act == 1;
+  l.pipe_r2 = g_r2;
   return l;
 }
 
@@ -301,7 +306,13 @@ int main(int argc, char** argv) {
       g_shared = std::atoi(v.c_str());
     else if (a == "--f8act")
       g_f8act = std::atoi(v.c_str());
-    else if (a == "--layout") {
+    else if (a == "--r2") {
+      if (v != "0" && v != "1") {
+        std::fprintf(stderr, "--r2 %s: expected 0 or 1\n", v.c_str());
+        return 2;
+      }
+      g_r2 = v == "1";
+    } else if (a == "--layout") {
       if (v != "packed" && v != "rowmajor") {
         std::fprintf(stderr, "unknown --layout %s (packed, rowmajor)\n", v.c_str());
         return 2;
@@ -442,7 +453,7 @@ int main(int argc, char** argv) {
           fill_f32<<<64, 256>>>(w, R * K, 0.125f);
           CK(cudaMemcpy(idd, lr.ids.data(), R * K * 4, cudaMemcpyHostToDevice));
           const GroupedLaunch l_alone =
-              with_f8act(moe_shared_alone_launch(R, sh.D, sh.I, L.fmt, lim));
+              with_overrides(moe_shared_alone_launch(R, sh.D, sh.I, L.fmt, lim));
           GroupedSkSizes sk = moe_sk_sizes(cands, lim, L.fmt);
           if (g_shared == 2) {  // one workspace for both calls (they run one after the other)
             const GroupedSkSizes z = grouped_sk_sizes(l_alone);
@@ -459,7 +470,7 @@ int main(int argc, char** argv) {
               g_shared == 2 ? grouped_fp8_act_bytes(l_alone, L.fmt, R, sh.D, sh.I, 1) : 0;
           for (const MoeKernelConfig& c : cands)
             qbytes =
-                std::max(qbytes, grouped_fp8_act_bytes(with_f8act(moe_launch(c, lim, L.fmt, R)),
+                std::max(qbytes, grouped_fp8_act_bytes(with_overrides(moe_launch(c, lim, L.fmt, R)),
                                                        L.fmt, R, sh.D, sh.I, KS));
           uint8_t* q = nullptr;
           CK(cudaMalloc(&q, std::max<int64_t>(qbytes, 16)));
@@ -470,7 +481,7 @@ int main(int argc, char** argv) {
           double best_us = 1e30, heur_us = 0;
           MoeKernelConfig best = heur;
           for (const MoeKernelConfig& cfg : cands) {
-            const GroupedLaunch l = with_f8act(moe_launch(cfg, lim, L.fmt, R));
+            const GroupedLaunch l = with_overrides(moe_launch(cfg, lim, L.fmt, R));
             auto layer = [&] {
               run_grouped_experts(*ge, y, sh.D, x, sh.D, idd, K, w, K, R, K, s, l, st);
               if (g_shared == 2)  // its R slots fit the routed call's scratch
