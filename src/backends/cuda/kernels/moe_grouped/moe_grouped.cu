@@ -40,8 +40,8 @@ double grouped_expected_tiles(int64_t T, int64_t K, int64_t E, bool shared, int 
 
 bool grouped_pipe_r2(const GroupedLaunch& l, GroupedFmt f, int64_t N, bool gate_up,
                      double expected_tiles) {
-  const int64_t rows2 = gate_up ? 32 : 64;
-  if (f != GroupedFmt::kNvfp4 || !l.pipelined || l.tc || l.nb != 1 || N % rows2 != 0) return false;
+  const int64_t rows2 = grouped_pipe_r2_rows(gate_up);
+  if (!grouped_pipe_r2_kernel(l, f) || N % rows2 != 0) return false;
   const double warps = static_cast<double>(l.sm_count) * l.ctas_per_sm * l.warps_per_cta;
   return expected_tiles * static_cast<double>(N / rows2) >= kGroupedPipeR2MinRounds * warps;
 }
@@ -90,7 +90,7 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
   const bool pipe = NB != 8 && l.pipelined && pipe_aligned(p);
   MOE_CHECK(!pipe || (p.sk_partials != nullptr && p.sk_counters != nullptr))
       << name << ": the pipelined kernel needs its stream-K workspace (grouped_sk_sizes)";
-  const bool r2 = l.pipe_r2 == 1 && p.N % (p.gate_up ? 32 : 64) == 0;
+  const bool r2 = l.pipe_r2 == 1 && p.N % grouped_pipe_r2_rows(p.gate_up) == 0;
   with_gemm_kernel<F, NB>(
       p.gate_up, pipe, grouped_pipe_bulk(p, l), r2, l.warps_per_cta, [&](auto k, int smem) {
         launch_persistent(k, p, threads, smem, l.sm_count, l.ctas_per_sm, name, stream);
@@ -147,8 +147,8 @@ GroupedSkSizes grouped_sk_sizes(const GroupedLaunch& l) {
   if (!l.pipelined || l.tc || l.nb >= 8) return z;
   // The grid has at most sm_count * ctas_per_sm CTAs (fewer when occupancy is lower).
   z.warps = static_cast<int64_t>(l.sm_count) * l.ctas_per_sm * l.warps_per_cta;
-  // 2 slots x lanes x accumulators (2 matrices x nb x 4; twice that for the NVFP4 ring's items of
-  // two sub-blocks with nb 1: kPipeR2)
+  // 2 slots x lanes x accumulators (2 matrices x nb x 4; twice that with nb 1 for the NVFP4
+  // ring's items of two sub-blocks, GroupedLaunch::pipe_r2)
   z.partial_floats = z.warps * 2 * 32 * (2 * l.nb * 4) * (l.nb == 1 ? 2 : 1);
   return z;
 }

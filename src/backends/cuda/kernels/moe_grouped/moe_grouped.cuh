@@ -83,6 +83,15 @@ __device__ __forceinline__ Item<NB> make_item(const MoeGemmParams& p, int64_t it
   return it;
 }
 
+// Sub-block r of a two-sub-block item (moe_gemm_pipe_kernel's R): its rows are r sub-blocks
+// (16 rows per matrix for gate_up, 32 for down) further.
+template <int NB, bool GU>
+__device__ __forceinline__ Item<NB> sub_item(Item<NB> it, int r) {
+#pragma unroll
+  for (int t = 0; t < 2; ++t) it.rbase[t] += r * (GU ? 16 : 32);
+  return it;
+}
+
 // Lane (g, c)'s weight row of matrix t (gate_up: 0 gate, 1 up), half h (rows g, g + 8).
 template <GroupedFmt F, bool GU>
 __device__ __forceinline__ const uint8_t* weight_row(const MoeGemmParams& p, int e, int64_t rbase,
@@ -355,10 +364,7 @@ __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const Strea
             sum[t][nb][r] += v == sc.w ? acc[rr][t][nb][r]
                                        : __ldcg(src + (((rr * 2 + t) * NB + nb) * 4 + r) * 32);
     }
-    Item<NB> sub = it;
-#pragma unroll
-    for (int t = 0; t < 2; ++t) sub.rbase[t] += rr * (GU ? 16 : 32);
-    epilogue<F, NB, GU>(p, sub, sum, g, c);
+    epilogue<F, NB, GU>(p, sub_item<NB, GU>(it, rr), sum, g, c);
   }
 }
 
@@ -563,12 +569,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
       }
       if (s.kb == 0 && s.ke == nsteps) {
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-          Item<NBI> sub = it;
-#pragma unroll
-          for (int t = 0; t < 2; ++t) sub.rbase[t] += r * kSubRows;
-          epilogue<F, NBI, GU>(p, sub, acc[r], g, c);
-        }
+        for (int r = 0; r < R; ++r) epilogue<F, NBI, GU>(p, sub_item<NBI, GU>(it, r), acc[r], g, c);
       } else {
         finish_split<F, NBI, GU, NB, R>(p, sc, s, it, acc, lane, g, c);
       }

@@ -202,6 +202,13 @@ double grouped_expected_tiles(int64_t T, int64_t K, int64_t E, bool shared, int 
 constexpr int kGroupedPipeR2MinRounds = 3;
 bool grouped_pipe_r2(const GroupedLaunch& l, GroupedFmt f, int64_t N, bool gate_up,
                      double expected_tiles);
+// Whether launch `l` runs a kernel that has two-sub-block items for format `f` (the NVFP4 ring
+// with 8-token tiles): the part of grouped_pipe_r2 that needs no tile count.
+inline bool grouped_pipe_r2_kernel(const GroupedLaunch& l, GroupedFmt f) {
+  return f == GroupedFmt::kNvfp4 && l.pipelined && !l.tc && l.nb == 1;
+}
+// Rows of one matrix in a two-sub-block item (N must be a multiple).
+constexpr int64_t grouped_pipe_r2_rows(bool gate_up) { return gate_up ? 32 : 64; }
 
 // K-granularity the GEMMs need of D and I (rows must be multiples of 32).
 int64_t grouped_k_multiple(GroupedFmt f);

@@ -289,9 +289,9 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     launch_moe_gemm(p, l.wgmma ? l : lb, stream);
   };
   // The NVFP4 ring's items of two sub-blocks, per GEMM, from the expected tile count (unless the
-  // launch says).
+  // launch says; the count only for launches whose kernel has them).
   GroupedLaunch lg = l, ld = l;
-  if (l.pipe_r2 < 0) {
+  if (l.pipe_r2 < 0 && grouped_pipe_r2_kernel(l, ge.fmt)) {
     const double tiles = grouped_expected_tiles(T, KS, ge.E, ge.shared, gp.tile_tokens);
     lg.pipe_r2 = grouped_pipe_r2(l, ge.fmt, ge.I, true, tiles);
     ld.pipe_r2 = grouped_pipe_r2(l, ge.fmt, ge.D, false, tiles);
