@@ -688,6 +688,106 @@ TEST_F(MoeGroupedTest, Fp8ActivationQuantizationIsFp8BlockQuantize) {
   }
 }
 
+// moe_group's outputs against a host grouping: slots sorted by expert (slot order within one),
+// the tile list in expert order, the tile count, the routing weight per slot. Decode batches (up
+// to 32 slots: placed by warp 0 alone) and larger ones (the block-wide placement) over the same
+// cases: experts without slots, all slots on one expert, bad ids (no slot), a shared expert on the
+// last slot of every token, several tile widths.
+TEST_F(MoeGroupedTest, GroupingMatchesHostGrouping) {
+  struct Case {
+    int64_t T, K, E;
+    bool shared;
+    int tile_tokens;
+    int skew;  // 0: random ids, 1: every id 0, 2: every 5th id out of range
+  };
+  const Case cases[] = {
+      {1, 8, 256, false, 8, 0},  {4, 8, 256, false, 8, 0}, {3, 9, 257, true, 8, 0},
+      {2, 4, 16, false, 16, 1},  {8, 4, 16, false, 8, 2},  {1, 1, 1, false, 8, 0},
+      {32, 1, 4, false, 8, 1},   {5, 6, 7, true, 8, 2},    {9, 4, 16, false, 8, 0},
+      {40, 8, 64, false, 16, 2}, {33, 9, 33, true, 8, 1},  {300, 8, 256, false, 8, 0}};
+  std::mt19937 rng(7);
+  for (const Case& c : cases) {
+    SCOPED_TRACE("T " + std::to_string(c.T) + " K " + std::to_string(c.K) + " E " +
+                 std::to_string(c.E) + (c.shared ? " shared" : "") + " skew " +
+                 std::to_string(c.skew));
+    const int64_t KR = c.shared ? c.K - 1 : c.K, ER = c.shared ? c.E - 1 : c.E, TK = c.T * c.K;
+    std::vector<int32_t> ids(std::max<int64_t>(c.T * KR, 1));
+    for (int64_t i = 0; i < c.T * KR; ++i)
+      ids[i] = c.skew == 1 ? 0
+               : c.skew == 2 && i % 5 == 4
+                   ? static_cast<int32_t>(i % 2 ? ER : -1)
+                   : static_cast<int32_t>(std::uniform_int_distribution<int64_t>(0, ER - 1)(rng));
+    std::vector<float> rw(std::max<int64_t>(c.T * KR, 1));
+    for (float& w : rw) w = std::uniform_real_distribution<float>(0.1f, 1.f)(rng);
+    // Host grouping.
+    auto slot_expert = [&](int64_t s) -> int64_t {
+      const int64_t t = s / c.K, k = s % c.K;
+      if (c.shared && k == c.K - 1) return c.E - 1;
+      const int32_t e = ids[t * KR + k];
+      return e >= 0 && e < ER ? e : -1;
+    };
+    std::vector<int64_t> count(c.E, 0), off(c.E, 0);
+    for (int64_t s = 0; s < TK; ++s)
+      if (slot_expert(s) >= 0) ++count[slot_expert(s)];
+    std::vector<int32_t> want_tiles;
+    for (int64_t e = 0, run = 0; e < c.E; ++e) {
+      off[e] = run;
+      for (int64_t j = 0; j * c.tile_tokens < count[e]; ++j)
+        for (int64_t v :
+             {e, run + j * c.tile_tokens,
+              std::min<int64_t>(c.tile_tokens, count[e] - j * c.tile_tokens), int64_t{0}})
+          want_tiles.push_back(static_cast<int32_t>(v));
+      run += count[e];
+    }
+    std::vector<int32_t> want_sorted;
+    std::vector<int64_t> next = off;
+    want_sorted.resize(std::accumulate(count.begin(), count.end(), int64_t{0}));
+    for (int64_t s = 0; s < TK; ++s)
+      if (slot_expert(s) >= 0) want_sorted[next[slot_expert(s)]++] = static_cast<int32_t>(s);
+    // Device grouping (poisoned outputs).
+    const int64_t D = 64;
+    const Tensor x = randn({c.T, D}, 3);
+    Tensor rwt = Tensor::empty({static_cast<int64_t>(rw.size())}, DType::kF32);
+    std::copy(rw.begin(), rw.end(), rwt.data<float>());
+    TensorView xd = dev_->to_device(x),
+               idd = dev_->to_device(i32(ids, {static_cast<int64_t>(ids.size())})),
+               wd = dev_->to_device(rwt);
+    MoeGroupParams gp;
+    gp.x = xd.data<float>();
+    gp.x_stride = D;
+    gp.ids = idd.data<int32_t>();
+    gp.ids_stride = KR;
+    gp.T = c.T, gp.D = D, gp.K = c.K, gp.E = c.E;
+    gp.shared = c.shared;
+    gp.fmt = static_cast<int>(GroupedFmt::kBf16);
+    gp.tile_tokens = c.tile_tokens;
+    gp.max_tiles = grouped_max_tiles(c.T, c.K, c.E, c.tile_tokens);
+    TensorView sorted = dev_->poisoned({TK}, DType::kI32),
+               tiles = dev_->poisoned({gp.max_tiles, 4}, DType::kI32),
+               num = dev_->poisoned({2}, DType::kI32), slot_w = dev_->poisoned({TK}, DType::kF32);
+    gp.sorted_slot = sorted.data<int32_t>();
+    gp.tiles = tiles.data<int32_t>();
+    gp.num_tiles = num.data<int32_t>();
+    gp.route_w = wd.data<float>();
+    gp.route_w_stride = KR;
+    gp.slot_w = slot_w.data<float>();
+    launch_moe_group(gp, ops_->stream());
+    const Tensor sh = dev_->to_host(sorted), th = dev_->to_host(tiles), nh = dev_->to_host(num),
+                 wh = dev_->to_host(slot_w);
+    const int64_t nt = static_cast<int64_t>(want_tiles.size()) / 4;
+    ASSERT_EQ(nh.data<int32_t>()[0], nt);
+    EXPECT_TRUE(std::equal(want_tiles.begin(), want_tiles.end(), th.data<int32_t>()))
+        << "tile list differs";
+    EXPECT_TRUE(std::equal(want_sorted.begin(), want_sorted.end(), sh.data<int32_t>()))
+        << "sorted slots differ";
+    for (int64_t s = 0; s < TK; ++s) {
+      const int64_t t = s / c.K, k = s % c.K;
+      const float w = c.shared && k == c.K - 1 ? 1.f : rw[t * KR + k];
+      ASSERT_EQ(wh.data<float>()[s], w) << "slot " << s;
+    }
+  }
+}
+
 // The hybrid launch: experts with at least wgmma_min_tokens tokens go to the warpgroup-MMA GEMM
 // (big tiles list), the others to the streaming GEMM, in one grouping: thresholds below, between
 // and above the per-expert counts, every token on one expert, and T below the threshold (no
