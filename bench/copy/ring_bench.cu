@@ -26,11 +26,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "../common/bench_util.cuh"
-#include "backends/cuda/kernels/moe_grouped/moe_grouped_common.cuh"
+#include "backends/cuda/kernels/moe_grouped/moe_grouped.cuh"
 
 namespace {
 
@@ -56,6 +57,8 @@ struct Params {
   int step_bytes;             // sum of the chunks: one ring stage
   int spi;                    // steps per item (0: every warp streams one contiguous slice)
   int64_t warps;              // warps in the grid
+  int64_t items;              // items per stream (spi > 0): whole items of every warp
+  int64_t area_total;         // bytes of all stream areas (one launch's slice of the buffer)
   bool permute;               // items through i -> i * mul mod n (adjacent warps far apart)
   int64_t mul;                // coprime to the item count
   const int* tbl;             // zeros (L2-resident): the item descriptors
@@ -70,13 +73,12 @@ using moe::cuda::grouped::mbar_init;
 using moe::cuda::grouped::mbar_init_fence;
 using moe::cuda::grouped::mbar_wait;
 
-__device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src)
-               : "memory");
-}
-__device__ __forceinline__ void cp4(uint32_t dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
-}
+// The GEMM's own copy primitives (moe_grouped.cuh, moe_grouped_common.cuh), so the numbers are
+// theirs; 8-byte copies (256-byte chunks) have no GEMM counterpart.
+using moe::cuda::grouped::cp_async16_l2;
+using moe::cuda::grouped::cp_async4;
+using moe::cuda::grouped::cp_async_commit;
+using moe::cuda::grouped::cp_async_wait;
 __device__ __forceinline__ void cp8(uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(src) : "memory");
 }
@@ -101,9 +103,8 @@ __global__ void __launch_bounds__(kWarpsPerCta * 32) ring_kernel(const __grid_co
   // (recomputed once per item: address math off the copy loop).
   auto item_base = [&](int64_t round) -> int64_t {
     if (p.spi == 0) return w * p.steps;
-    const int64_t n = (p.steps + p.spi - 1) / p.spi * p.warps;
     int64_t it = round * p.warps + w;
-    if (p.permute) it = static_cast<int64_t>(static_cast<uint64_t>(it) * p.mul % n);
+    if (p.permute) it = static_cast<int64_t>(static_cast<uint64_t>(it) * p.mul % p.items);
     int64_t z = 0;
     for (int i = 0; i < p.chain; ++i) z = __ldcg(p.tbl + ((it + z) & 1023));
     return (it + z) * p.spi;
@@ -128,15 +129,15 @@ __global__ void __launch_bounds__(kWarpsPerCta * 32) ring_kernel(const __grid_co
       if (p.bulk) {
         if (lane == 0) bulk_copy(dst, src, c, bar);
       } else if (c >= 512) {
-        for (int o = lane * 16; o < c; o += 512) cp16(dst + o, src + o);
+        for (int o = lane * 16; o < c; o += 512) cp_async16_l2(dst + o, src + o);
       } else if (c == 256) {
         cp8(dst + lane * 8, src + lane * 8);
       } else {
-        cp4(dst + lane * 4, src + lane * 4);
+        cp_async4(dst + lane * 4, src + lane * 4);
       }
       dst += c;
     }
-    if (!p.bulk) asm volatile("cp.async.commit_group;" ::: "memory");
+    if (!p.bulk) cp_async_commit();
   };
   for (int64_t st = 0; st < D && st < p.steps; ++st) issue(st);
   uint32_t x = 0;
@@ -145,7 +146,7 @@ __global__ void __launch_bounds__(kWarpsPerCta * 32) ring_kernel(const __grid_co
       mbar_wait(bars + 8 * static_cast<uint32_t>(st % (D + 1)),
                 static_cast<uint32_t>((st / (D + 1)) & 1));
     else
-      asm volatile("cp.async.wait_group %0;" ::"n"(D - 1) : "memory");
+      cp_async_wait<D - 1>();
     __syncwarp();
     const uint32_t stage = ring + static_cast<uint32_t>(st % (D + 1)) * p.step_bytes;
     if (p.full_read) {  // each lane its own 16-byte (4-byte) pieces of every chunk
@@ -178,18 +179,9 @@ __global__ void __launch_bounds__(kWarpsPerCta * 32) ring_kernel(const __grid_co
     if (st + D < p.steps)
       issue(st + D);
     else if (!p.bulk)
-      asm volatile("cp.async.commit_group;" ::: "memory");
+      cp_async_commit();
   }
   if (x == 0x12345678u) asm volatile("trap;");  // keeps the reads (the buffer holds 0x01 bytes)
-}
-
-int64_t gcd(int64_t a, int64_t b) {
-  while (b != 0) {
-    const int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
 }
 
 // Fills the stream areas and the permutation of p for `pt`, warps in the grid, steps per warp.
@@ -203,15 +195,11 @@ void layout(Params& p, const Pattern& pt, int64_t warps, int64_t steps, int spi)
   const int64_t span = spi > 0 ? (steps + spi - 1) / spi * spi : steps;  // whole items
   int64_t off = 0;
   for (int s = 0; s < pt.n; ++s) p.area[s] = off, off += warps * span * pt.chunk[s];
-  const int64_t n = spi > 0 ? span / spi * warps : 1;
-  int64_t m = static_cast<int64_t>(static_cast<double>(n) * 0.6180339887) | 1;
-  while (gcd(m, n) != 1) m += 2;
+  p.items = spi > 0 ? span / spi * warps : 1;
+  p.area_total = off;
+  int64_t m = static_cast<int64_t>(static_cast<double>(p.items) * 0.6180339887) | 1;
+  while (std::gcd(m, p.items) != 1) m += 2;
   p.mul = m;
-}
-
-int64_t area_bytes(const Params& p) {
-  const int64_t span = p.spi > 0 ? (p.steps + p.spi - 1) / p.spi * p.spi : p.steps;
-  return p.warps * span * p.step_bytes;
 }
 
 // Median ms of `reps` timings of `launches` back-to-back launches (per launch), each launch on
@@ -220,7 +208,7 @@ template <int D>
 float time_launches(Params p, int blocks, int reps, int launches) {
   const int smem = kWarpsPerCta * (D + 1) * (p.step_bytes + 8);
   CK(cudaFuncSetAttribute(ring_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const int64_t bytes = area_bytes(p), slices = std::max<int64_t>(1, kTotal / bytes);
+  const int64_t bytes = p.area_total, slices = std::max<int64_t>(1, kTotal / bytes);
   const uint8_t* buf = p.buf;
   cudaEvent_t a, b;
   CK(cudaEventCreate(&a));
@@ -331,7 +319,7 @@ int main(int argc, char** argv) {
           const int64_t steps =
               std::max<int64_t>(1, static_cast<int64_t>(mb * 1e6) / (warps * step));
           layout(p, kNvfp4Ring, warps, steps, spi);
-          if (area_bytes(p) > kTotal) continue;
+          if (p.area_total > kTotal) continue;
           const float ms = time_depth(3, p, sms * (wps / kWarpsPerCta), 7, 20);
           const double bytes = static_cast<double>(warps) * steps * step, tbs = bytes / ms / 1e9;
           std::printf("| %.1f | %d | %d | %.1f | %.2f | %.1f%% |\n", bytes / 1e6, spi, wps,

@@ -59,6 +59,21 @@ float f16_value(uint16_t b) {
 enum class Fmt { kBf16, kFp8, kNvfp4 };
 const char* name(Fmt f) { return f == Fmt::kBf16 ? "bf16" : f == Fmt::kFp8 ? "fp8" : "nvfp4"; }
 
+// The stable grouping on the host: routed ids [T, KR] over ER experts (ids outside [0, ER) are
+// left out), slots numbered t * KS + k with KS = KR + shared; each expert's slots in increasing
+// slot order, experts in increasing id order, the shared expert (slot KR of every token) last.
+std::vector<int32_t> host_sorted_slots(const std::vector<int32_t>& ids, int64_t T, int64_t KR,
+                                       int64_t ER, bool shared) {
+  const int64_t KS = KR + (shared ? 1 : 0);
+  std::vector<int32_t> order;
+  for (int64_t e = 0; e < ER; ++e)
+    for (int64_t slot = 0; slot < T * KR; ++slot)
+      if (ids[slot] == e) order.push_back(static_cast<int32_t>(slot / KR * KS + slot % KR));
+  if (shared)
+    for (int64_t t = 0; t < T; ++t) order.push_back(static_cast<int32_t>(t * KS + KR));
+  return order;
+}
+
 // One matrix in host memory (kept alive) and its device copy.
 struct Mat {
   Tensor data, scale;
@@ -224,13 +239,7 @@ class MoeGroupedTest : public ::testing::Test {
       // Grouping is stable: each expert's slots in increasing slot order (no atomics order),
       // experts in increasing id order (the shared expert E last, slot K of every token); slots
       // with bad ids are left out.
-      std::vector<int32_t> want_order;
-      for (int64_t e = 0; e < E; ++e)
-        for (int64_t slot = 0; slot < T * K; ++slot)
-          if (ids_dev[slot] == e)
-            want_order.push_back(static_cast<int32_t>(slot / K * KS + slot % K));
-      if (shd)
-        for (int64_t t = 0; t < T; ++t) want_order.push_back(static_cast<int32_t>(t * KS + K));
+      const std::vector<int32_t> want_order = host_sorted_slots(ids_dev, T, K, E, shd != nullptr);
       const Tensor order =
           dev_->to_host(TensorView(s.sorted_slot, DType::kI32, {TK}, Device::kCuda));
       EXPECT_TRUE(std::equal(want_order.begin(), want_order.end(), order.data<int32_t>()))
@@ -726,12 +735,11 @@ TEST_F(MoeGroupedTest, GroupingMatchesHostGrouping) {
       const int32_t e = ids[t * KR + k];
       return e >= 0 && e < ER ? e : -1;
     };
-    std::vector<int64_t> count(c.E, 0), off(c.E, 0);
+    std::vector<int64_t> count(c.E, 0);
     for (int64_t s = 0; s < TK; ++s)
       if (slot_expert(s) >= 0) ++count[slot_expert(s)];
     std::vector<int32_t> want_tiles;
     for (int64_t e = 0, run = 0; e < c.E; ++e) {
-      off[e] = run;
       for (int64_t j = 0; j * c.tile_tokens < count[e]; ++j)
         for (int64_t v :
              {e, run + j * c.tile_tokens,
@@ -739,11 +747,7 @@ TEST_F(MoeGroupedTest, GroupingMatchesHostGrouping) {
           want_tiles.push_back(static_cast<int32_t>(v));
       run += count[e];
     }
-    std::vector<int32_t> want_sorted;
-    std::vector<int64_t> next = off;
-    want_sorted.resize(std::accumulate(count.begin(), count.end(), int64_t{0}));
-    for (int64_t s = 0; s < TK; ++s)
-      if (slot_expert(s) >= 0) want_sorted[next[slot_expert(s)]++] = static_cast<int32_t>(s);
+    const std::vector<int32_t> want_sorted = host_sorted_slots(ids, c.T, KR, ER, c.shared);
     // Device grouping (poisoned outputs).
     const int64_t D = 64;
     const Tensor x = randn({c.T, D}, 3);
