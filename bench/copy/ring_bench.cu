@@ -16,6 +16,9 @@
 //                               at T 1), 20 back to back per timing, median of 7, us per launch
 //   --full-read                 every lane reads its landed bytes back from shared memory (the
 //                               GEMM's reads) instead of one word per step
+//   --full-read-u32             the same bytes in 4-byte loads (4x the load instructions)
+//   --issue-first               refill the previous stage before reading the landed one (the
+//                               GEMM's order) instead of after
 //   --bulk                      lane 0 copies every chunk with one cp.async.bulk (completion on a
 //                               per-stage mbarrier) instead of the lanes' cp.async
 // Needs compute capability 9.0 or later.
@@ -63,7 +66,10 @@ struct Params {
   int64_t mul;                // coprime to the item count
   const int* tbl;             // zeros (L2-resident): the item descriptors
   int chain;                  // dependent descriptor loads before an item's first copy
-  bool full_read;             // read every landed byte back (as the GEMM does), else one word
+  int full_read;              // read every landed byte back (as the GEMM does): 1 in 16-byte
+                              // loads, 2 in 4-byte loads; 0: one word per step
+  bool issue_first;           // refill the previous stage before reading this one (the GEMM's
+                              // order), else after
   bool bulk;  // lane 0 copies each chunk with one cp.async.bulk (mbarrier per stage), else lanes
 };
 
@@ -83,7 +89,8 @@ __device__ __forceinline__ void cp8(uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(src) : "memory");
 }
 
-template <int D>
+// IF: refill the previous stage before reading the landed one (Params::issue_first).
+template <int D, bool IF>
 __global__ void __launch_bounds__(kWarpsPerCta * 32) ring_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
@@ -148,8 +155,35 @@ __global__ void __launch_bounds__(kWarpsPerCta * 32) ring_kernel(const __grid_co
     else
       cp_async_wait<D - 1>();
     __syncwarp();
+    if (IF) {
+      if (st + D < p.steps)
+        issue(st + D);
+      else if (!p.bulk)
+        cp_async_commit();
+    }
     const uint32_t stage = ring + static_cast<uint32_t>(st % (D + 1)) * p.step_bytes;
-    if (p.full_read) {  // each lane its own 16-byte (4-byte) pieces of every chunk
+    if (p.full_read == 2) {  // the same bytes in 4-byte loads
+      uint32_t o = 0;
+#pragma unroll
+      for (int s = 0; s < kMaxStreams; ++s) {
+        if (s >= p.n) break;
+        const int c = p.chunk[s];
+        if (c >= 512) {
+          for (int b = lane * 16; b < c; b += 512)
+#pragma unroll
+            for (int w4 = 0; w4 < 4; ++w4) {
+              uint32_t v;
+              asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(stage + o + b + 4 * w4));
+              x ^= v;
+            }
+        } else {
+          uint32_t v;
+          asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(stage + o + lane * (c / 32)));
+          x ^= v;
+        }
+        o += c;
+      }
+    } else if (p.full_read) {  // each lane its own 16-byte (4-byte) pieces of every chunk
       uint32_t o = 0;
 #pragma unroll
       for (int s = 0; s < kMaxStreams; ++s) {
@@ -176,10 +210,12 @@ __global__ void __launch_bounds__(kWarpsPerCta * 32) ring_kernel(const __grid_co
       x ^= v;
     }
     __syncwarp();
-    if (st + D < p.steps)
-      issue(st + D);
-    else if (!p.bulk)
-      cp_async_commit();
+    if (!IF) {
+      if (st + D < p.steps)
+        issue(st + D);
+      else if (!p.bulk)
+        cp_async_commit();
+    }
   }
   if (x == 0x12345678u) asm volatile("trap;");  // keeps the reads (the buffer holds 0x01 bytes)
 }
@@ -204,10 +240,10 @@ void layout(Params& p, const Pattern& pt, int64_t warps, int64_t steps, int spi)
 
 // Median ms of `reps` timings of `launches` back-to-back launches (per launch), each launch on
 // its own slice of the buffer when several fit (no L2 reuse between launches).
-template <int D>
+template <int D, bool IF>
 float time_launches(Params p, int blocks, int reps, int launches) {
   const int smem = kWarpsPerCta * (D + 1) * (p.step_bytes + 8);
-  CK(cudaFuncSetAttribute(ring_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CK(cudaFuncSetAttribute(ring_kernel<D, IF>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int64_t bytes = p.area_total, slices = std::max<int64_t>(1, kTotal / bytes);
   const uint8_t* buf = p.buf;
   cudaEvent_t a, b;
@@ -218,7 +254,7 @@ float time_launches(Params p, int blocks, int reps, int launches) {
     CK(cudaEventRecord(a));
     for (int i = 0; i < launches; ++i) {
       p.buf = buf + (i % slices) * bytes;
-      ring_kernel<D><<<blocks, kWarpsPerCta * 32, smem>>>(p);
+      ring_kernel<D, IF><<<blocks, kWarpsPerCta * 32, smem>>>(p);
     }
     CK(cudaGetLastError());
     CK(cudaEventRecord(b));
@@ -233,17 +269,22 @@ float time_launches(Params p, int blocks, int reps, int launches) {
   return ms[ms.size() / 2];
 }
 
-float time_depth(int d, const Params& p, int blocks, int reps, int launches) {
+template <bool IF>
+float time_depth_if(int d, const Params& p, int blocks, int reps, int launches) {
   switch (d) {
     case 2:
-      return time_launches<2>(p, blocks, reps, launches);
+      return time_launches<2, IF>(p, blocks, reps, launches);
     case 3:
-      return time_launches<3>(p, blocks, reps, launches);
+      return time_launches<3, IF>(p, blocks, reps, launches);
     case 4:
-      return time_launches<4>(p, blocks, reps, launches);
+      return time_launches<4, IF>(p, blocks, reps, launches);
     default:
-      return time_launches<6>(p, blocks, reps, launches);
+      return time_launches<6, IF>(p, blocks, reps, launches);
   }
+}
+float time_depth(int d, const Params& p, int blocks, int reps, int launches) {
+  return p.issue_first ? time_depth_if<true>(d, p, blocks, reps, launches)
+                       : time_depth_if<false>(d, p, blocks, reps, launches);
 }
 
 bool fits(const cudaDeviceProp& prop, int d, int step_bytes, int warps_per_sm) {
@@ -256,7 +297,8 @@ bool fits(const cudaDeviceProp& prop, int d, int step_bytes, int warps_per_sm) {
 
 int main(int argc, char** argv) {
   std::vector<double> sizes_mb;
-  bool full_read = false, bulk = false;
+  int full_read = 0;
+  bool bulk = false, issue_first = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
       const std::string list = argv[++i];
@@ -272,11 +314,17 @@ int main(int argc, char** argv) {
         pos = comma == std::string::npos ? list.size() : comma + 1;
       }
     } else if (std::strcmp(argv[i], "--full-read") == 0) {
-      full_read = true;
+      full_read = 1;
+    } else if (std::strcmp(argv[i], "--full-read-u32") == 0) {
+      full_read = 2;
+    } else if (std::strcmp(argv[i], "--issue-first") == 0) {
+      issue_first = true;
     } else if (std::strcmp(argv[i], "--bulk") == 0) {
       bulk = true;
     } else {
-      std::fprintf(stderr, "usage: ring_bench [--sizes MB,MB,...] [--full-read] [--bulk]\n");
+      std::fprintf(stderr,
+                   "usage: ring_bench [--sizes MB,MB,...] [--full-read | --full-read-u32] "
+                   "[--issue-first] [--bulk]\n");
       return 2;
     }
   }
@@ -296,7 +344,10 @@ int main(int argc, char** argv) {
   CK(cudaMemset(tbl, 0, 1024 * sizeof(int)));
   std::printf("device: %s, %d SMs, %zu bytes of shared memory per SM; stage read back: %s\n",
               prop.name, sms, static_cast<size_t>(prop.sharedMemPerMultiprocessor),
-              full_read ? "every byte" : "one word");
+              full_read == 2 ? "every byte, 4-byte loads"
+              : full_read    ? "every byte"
+                             : "one word");
+  std::printf("stage refilled %s it is read\n", issue_first ? "before" : "after");
   std::printf("copies: %s\n",
               bulk ? "cp.async.bulk, one per chunk by lane 0" : "cp.async per lane");
 
@@ -311,6 +362,7 @@ int main(int argc, char** argv) {
           p.buf = buf;
           p.tbl = tbl;
           p.full_read = full_read;
+          p.issue_first = issue_first;
           p.bulk = bulk;
           const int64_t warps = int64_t{sms} * wps;
           const int step = 1024 + 1024 + 128 + 128;
@@ -359,6 +411,7 @@ int main(int argc, char** argv) {
             p.permute = o.permute;
             p.chain = o.chain;
             p.full_read = full_read;
+            p.issue_first = issue_first;
             p.bulk = bulk;
             int sb = 0;
             for (int s = 0; s < pt.n; ++s) sb += pt.chunk[s];
