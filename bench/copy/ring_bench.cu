@@ -272,6 +272,8 @@ float time_launches(Params p, int blocks, int reps, int launches) {
 template <bool IF>
 float time_depth_if(int d, const Params& p, int blocks, int reps, int launches) {
   switch (d) {
+    case 1:
+      return time_launches<1, IF>(p, blocks, reps, launches);
     case 2:
       return time_launches<2, IF>(p, blocks, reps, launches);
     case 3:
@@ -401,7 +403,7 @@ int main(int argc, char** argv) {
                             {16, true, 0}, {48, false, 1}, {48, false, 3}, {16, false, 3}};
     for (const Order& o : orders)
       for (const Pattern& pt : pats)
-        for (int d : {2, 3, 4, 6})
+        for (int d : {1, 2, 3, 4, 6})
           for (int wps : {8, 12, 16}) {
             // item orders only for the NVFP4 ring as the GEMM runs it (depth 3, 12-16 warps)
             if ((o.spi > 0 || o.chain > 0) && (pt.n != 4 || d != 3 || wps < 12)) continue;
