@@ -19,6 +19,9 @@
 //   --full-read-u32             the same bytes in 4-byte loads (4x the load instructions)
 //   --issue-first               refill the previous stage before reading the landed one (the
 //                               GEMM's order) instead of after
+//   --alu N                     the NVFP4 streams read back per k-step with N rounds of synthetic
+//                               work (churn.cuh: ~48 N instructions per lane and step; the
+//                               kernel's ~390 is N ~ 8) standing in for the dequantization
 //   --bulk                      lane 0 copies every chunk with one cp.async.bulk (completion on a
 //                               per-stage mbarrier) instead of the lanes' cp.async
 // Needs compute capability 9.0 or later.
@@ -34,6 +37,7 @@
 #include <vector>
 
 #include "../common/bench_util.cuh"
+#include "churn.cuh"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.cuh"
 
 namespace {
@@ -71,6 +75,7 @@ struct Params {
   bool issue_first;           // refill the previous stage before reading this one (the GEMM's
                               // order), else after
   bool bulk;  // lane 0 copies each chunk with one cp.async.bulk (mbarrier per stage), else lanes
+  int alu;    // rounds of synthetic work per k-step of the NVFP4 streams (churn.cuh)
 };
 
 using moe::cuda::grouped::bulk_copy;
@@ -183,6 +188,12 @@ __global__ void __launch_bounds__(kWarpsPerCta * 32) ring_kernel(const __grid_co
         }
         o += c;
       }
+    } else if (p.alu > 0 && p.n == 4 && p.chunk[0] % 1024 == 0 && p.chunk[0] == p.chunk[1]) {
+      // the NVFP4 streams (one or two k-steps per stage): per k-step the lane's words, worked on
+      const int sps = p.chunk[0] / 1024;
+      for (int j = 0; j < sps; ++j)
+        x ^= moe::bench::step_work(stage + j * 1024, stage + sps * 1024 + j * 1024,
+                                   stage + sps * 2048 + j * 128 + lane * 4, p.alu, lane);
     } else if (p.full_read) {  // each lane its own 16-byte (4-byte) pieces of every chunk
       uint32_t o = 0;
 #pragma unroll
@@ -301,6 +312,7 @@ int main(int argc, char** argv) {
   std::vector<double> sizes_mb;
   int full_read = 0;
   bool bulk = false, issue_first = false;
+  int alu = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
       const std::string list = argv[++i];
@@ -319,6 +331,14 @@ int main(int argc, char** argv) {
       full_read = 1;
     } else if (std::strcmp(argv[i], "--full-read-u32") == 0) {
       full_read = 2;
+    } else if (std::strcmp(argv[i], "--alu") == 0 && i + 1 < argc) {
+      char* end = nullptr;
+      const long v = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || v < 0 || v > 64) {
+        std::fprintf(stderr, "ring_bench: --alu takes 0..64 rounds per word, got '%s'\n", argv[i]);
+        return 2;
+      }
+      alu = static_cast<int>(v);
     } else if (std::strcmp(argv[i], "--issue-first") == 0) {
       issue_first = true;
     } else if (std::strcmp(argv[i], "--bulk") == 0) {
@@ -326,7 +346,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: ring_bench [--sizes MB,MB,...] [--full-read | --full-read-u32] "
-                   "[--issue-first] [--bulk]\n");
+                   "[--issue-first] [--bulk] [--alu N]\n");
       return 2;
     }
   }
@@ -366,6 +386,7 @@ int main(int argc, char** argv) {
           p.full_read = full_read;
           p.issue_first = issue_first;
           p.bulk = bulk;
+          p.alu = alu;
           const int64_t warps = int64_t{sms} * wps;
           const int step = 1024 + 1024 + 128 + 128;
           // a warp reads `steps` steps of its items: part of one item when steps < spi, as a
@@ -415,6 +436,7 @@ int main(int argc, char** argv) {
             p.full_read = full_read;
             p.issue_first = issue_first;
             p.bulk = bulk;
+            p.alu = alu;
             int sb = 0;
             for (int s = 0; s < pt.n; ++s) sb += pt.chunk[s];
             if (!fits(prop, d, sb, wps)) continue;
