@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "../common/bench_util.cuh"
-#include "churn.cuh"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.cuh"
+#include "churn.cuh"
 
 namespace {
 
@@ -63,8 +63,8 @@ struct Params {
   int alu;                    // synthetic operations per landed word
 };
 
-__global__ void __launch_bounds__((kMaxConsumers + 1) * 32) cta_ring_kernel(
-    const __grid_constant__ Params p) {
+__global__ void __launch_bounds__((kMaxConsumers + 1) * 32)
+    cta_ring_kernel(const __grid_constant__ Params p) {
   extern __shared__ __align__(128) uint8_t smem[];
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, C = p.consumers;
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -83,8 +83,7 @@ __global__ void __launch_bounds__((kMaxConsumers + 1) * 32) cta_ring_kernel(
   if (wid == C) {                                // producer
     for (int64_t i = 0; i < nst; ++i) {
       const int s = static_cast<int>(i % p.stages);
-      if (i >= p.stages)
-        mbar_wait(empty + 8 * s, static_cast<uint32_t>(((i / p.stages) - 1) & 1));
+      if (i >= p.stages) mbar_wait(empty + 8 * s, static_cast<uint32_t>(((i / p.stages) - 1) & 1));
       if (lane == 0) mbar_arrive_expect_tx(full + 8 * s, stage_bytes);
       __syncwarp();
       if (lane < C) {  // lane w copies consumer warp w's part
@@ -201,8 +200,8 @@ bool parse_list(const char* flag, const std::string& list, std::vector<double>& 
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
     if (item.empty() || *end != '\0' || v < lo || v > hi) {
-      std::fprintf(stderr, "cta_ring_bench: %s takes numbers in [%g, %g], got '%s'\n", flag, lo,
-                   hi, item.c_str());
+      std::fprintf(stderr, "cta_ring_bench: %s takes numbers in [%g, %g], got '%s'\n", flag, lo, hi,
+                   item.c_str());
       return false;
     }
     out.push_back(v);
@@ -245,10 +244,9 @@ int main(int argc, char** argv) {
   };
   // ring bytes per SM kept <= ~160 KB where the GEMM needs L1 for activations (ring + 60 KB L1)
   const Shape shapes[] = {
-      {8, 1, 1, 4},  {8, 1, 1, 6},  {8, 1, 2, 3},  {8, 1, 2, 4},  {8, 1, 4, 2},
-      {12, 1, 1, 4}, {12, 1, 2, 2}, {12, 1, 2, 3}, {16, 1, 1, 3}, {16, 1, 1, 4},
-      {4, 2, 2, 4},  {4, 2, 4, 2},  {6, 2, 2, 3},  {8, 2, 1, 4},  {8, 2, 2, 2},
-      {4, 3, 2, 3},  {4, 4, 2, 2},  {4, 4, 1, 4},
+      {8, 1, 1, 4},  {8, 1, 1, 6},  {8, 1, 2, 3},  {8, 1, 2, 4},  {8, 1, 4, 2}, {12, 1, 1, 4},
+      {12, 1, 2, 2}, {12, 1, 2, 3}, {16, 1, 1, 3}, {16, 1, 1, 4}, {4, 2, 2, 4}, {4, 2, 4, 2},
+      {6, 2, 2, 3},  {8, 2, 1, 4},  {8, 2, 2, 2},  {4, 3, 2, 3},  {4, 4, 2, 2}, {4, 4, 1, 4},
   };
   auto fits = [&](const Params& p, int per_sm) {
     return (static_cast<int64_t>(smem_bytes(p)) + 1024) * per_sm <= smem_sm;
@@ -272,7 +270,8 @@ int main(int argc, char** argv) {
           // whole items per warp; below one item, the item is cut to fit (a partial item, as
           // a stream-K segment is)
           const int64_t step = 2304, warps = ctas * sh.consumers;
-          int64_t steps = std::max<int64_t>(sh.sps, static_cast<int64_t>(mb * 1e6) / (warps * step));
+          int64_t steps =
+              std::max<int64_t>(sh.sps, static_cast<int64_t>(mb * 1e6) / (warps * step));
           steps = steps / sh.sps * sh.sps;
           if (steps < p.spi) {
             p.spi = static_cast<int>(steps);
@@ -303,8 +302,7 @@ int main(int argc, char** argv) {
           p.spi = 48;
           p.alu = static_cast<int>(alu);
           const int64_t ctas = int64_t{sms} * sh.ctas_per_sm;
-          const int64_t rounds =
-              kTotal / (ctas * sh.consumers * int64_t{p.spi} * 2304);
+          const int64_t rounds = kTotal / (ctas * sh.consumers * int64_t{p.spi} * 2304);
           layout(p, pt, ctas, rounds);
           if (!fits(p, sh.ctas_per_sm)) continue;
           const float ms = time_launches(p, static_cast<int>(ctas), 5, 1);

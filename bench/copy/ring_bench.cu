@@ -37,8 +37,8 @@
 #include <vector>
 
 #include "../common/bench_util.cuh"
-#include "churn.cuh"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.cuh"
+#include "churn.cuh"
 
 namespace {
 
