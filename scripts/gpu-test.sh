@@ -6,7 +6,8 @@
 #                                       # tests, racecheck on the absorbed-MLA kernel tests,
 #                                       # memcheck + racecheck on the warpgroup-MMA MoE GEMM
 # Logs go to $OUT when it is set (the device tool), else build-gpu/logs. Env: MOE_GPU_JOBS
-# (build parallelism, default nproc), MOE_GPU_SANITIZE=0 to skip the sanitizer runs,
+# (build parallelism, default nproc), MOE_GPU_SANITIZE=0 to skip the sanitizer runs (moe: only
+# the grouped MoE kernels' memcheck and racecheck, when no other GPU code changed),
 # MOE_GPU_BENCH=1 to also write the GLM-5-shaped checkpoint (make-tiny --shape glm5, NVFP4,
 # MOE_BENCH_LAYERS layers, default 4) and run bench/decode_step on it (bench.txt); if the NVFP4
 # run fails, it retries with BF16 experts at MOE_BENCH_BF16_LAYERS (default 2) layers.
@@ -74,7 +75,8 @@ if [ "${MOE_GPU_BENCH:-0}" = 1 ]; then
   fi
   rm -rf "$model"
 fi
-if [ "${MOE_GPU_SANITIZE:-1}" = 1 ]; then
+sanitize=${MOE_GPU_SANITIZE:-1}
+if [ "$sanitize" = 1 ]; then
   bin="$build/bin/cuda_model_tests"
   step "compute-sanitizer memcheck: cuda_model_tests"
   timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" \
@@ -92,6 +94,8 @@ if [ "${MOE_GPU_SANITIZE:-1}" = 1 ]; then
     >"$logs/racecheck-mla.log" 2>&1 || status=1
   grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/racecheck-mla.log" | tail -n 5 |
     tee -a "$logs/summary.txt"
+fi
+if [ "$sanitize" = 1 ] || [ "$sanitize" = moe ]; then
   # The warpgroup-MMA GEMM's cp.async ring, its tile lists and gathered rows (and the hybrid);
   # the streaming GEMM's stream-K partial sums and arrival counters; the shared expert's slot.
   for tool in memcheck racecheck; do
