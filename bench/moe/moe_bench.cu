@@ -19,7 +19,7 @@
 //                  [--routing uniform,zipf1,zipf1.5,hot8] [--tokens 1,4,8,...,4096,8192]
 //                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
 //                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
-//                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1]
+//                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -35,7 +35,8 @@
 // overrides GroupedLaunch::fp8_act (FP8 experts on the warpgroup-MMA GEMM: E4M3 activations and
 // FP8 wgmma, or F16 activations with weights dequantized to F16). --r2 0|1 overrides
 // GroupedLaunch::pipe_r2 (the NVFP4 ring's items of one or two sub-blocks; default: chosen per GEMM
-// by run_grouped_experts).
+// by run_grouped_experts); --two-step 0|1 GroupedLaunch::pipe_two_step (the NVFP4 ring's stages of
+// two k-steps with packed weights; default 1).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -112,11 +113,13 @@ bool g_row_major = false;  // --layout rowmajor
 int g_shared = 0;          // --shared 1 (folded) or 2 (apart)
 int g_f8act = -1;          // --f8act 0|1 (-1: moe_launch's choice)
 int g_r2 = -1;             // --r2 0|1 (-1: run_grouped_experts' choice)
+int g_two_step = -1;       // --two-step 0|1 (-1: the launch's default)
 
-// The launch with the --f8act and --r2 overrides.
+// The launch with the --f8act, --r2 and --two-step overrides.
 GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_f8act >= 0) l.fp8_act = g_f8act == 1;
   l.pipe_r2 = g_r2;
+  if (g_two_step >= 0) l.pipe_two_step = g_two_step == 1;
   return l;
 }
 
@@ -312,6 +315,12 @@ int main(int argc, char** argv) {
         return 2;
       }
       g_r2 = v == "1";
+    } else if (a == "--two-step") {
+      if (v != "0" && v != "1") {
+        std::fprintf(stderr, "--two-step %s: expected 0 or 1\n", v.c_str());
+        return 2;
+      }
+      g_two_step = v == "1";
     } else if (a == "--layout") {
       if (v != "packed" && v != "rowmajor") {
         std::fprintf(stderr, "unknown --layout %s (packed, rowmajor)\n", v.c_str());

@@ -261,8 +261,8 @@ class MoeGroupedTest : public ::testing::Test {
     if (launch)
       how << " nb " << launch->nb << " pipelined " << launch->pipelined << " tc " << launch->tc
           << " wgmma " << launch->wgmma << " hybrid " << launch->wgmma_min_tokens << " r2 "
-          << launch->pipe_r2 << " warps " << launch->warps_per_cta << " ctas "
-          << launch->ctas_per_sm << " sms " << sm_override_;
+          << launch->pipe_r2 << " two-step " << launch->pipe_two_step << " warps "
+          << launch->warps_per_cta << " ctas " << launch->ctas_per_sm << " sms " << sm_override_;
     // E4M3 activations where the warpgroup-MMA GEMM may run FP8 experts (explicit launch, or
     // the heuristic's at T tokens; folded or apart, the shared expert's call counts too).
     const GroupedFmt gf = f == Fmt::kBf16  ? GroupedFmt::kBf16
@@ -423,6 +423,15 @@ TEST_F(MoeGroupedTest, PipelinedAcrossItems) {
     check(Fmt::kNvfp4, 1500, 256, 256, 8, 2, Routing::kRandom, l);
     check(Fmt::kNvfp4, 700, 384, 128, 16, 4, Routing::kRandom, l);
   }
+  // Packed NVFP4 with items of one sub-block: stages of two k-steps and of one (D 384: 3 k-steps,
+  // a one-step stage at every item's end).
+  prepare_ = true;
+  for (bool two : {true, false}) {
+    const Launch l{.nb = 1, .pipelined = true, .pipe_r2 = 0, .pipe_two_step = two};
+    check(Fmt::kNvfp4, 1500, 256, 256, 8, 2, Routing::kRandom, l);
+    check(Fmt::kNvfp4, 700, 384, 128, 16, 4, Routing::kRandom, l);
+  }
+  prepare_ = false;
 }
 
 // Stream-K in the pipelined kernel: the last n_items % W items are cut into k-ranges over all W
@@ -434,14 +443,18 @@ TEST_F(MoeGroupedTest, StreamKSplitsItemsBetweenWarps) {
   struct Grid {
     int sms, ctas, warps;
   };
-  // NVFP4 with 8-token tiles twice: items of one and of two sub-blocks (pipe_r2).
+  // NVFP4 with 8-token tiles three times: items of one and of two sub-blocks (pipe_r2), and
+  // packed weights (prepare_experts) with items of one sub-block: stages of two k-steps
+  // (pipe_two_step), the split items' ranges of odd and even length.
   struct Items {
     int nb, r2;
+    bool packed = false;
   };
   for (Fmt f : kFmts)
-    for (auto [nb, r2] : {Items{1, 0}, Items{1, 1}, Items{2, 0}})
+    for (auto [nb, r2, packed] : {Items{1, 0}, Items{1, 1}, Items{2, 0}, Items{1, 0, true}})
       for (Grid gr : {Grid{1, 1, 1}, Grid{3, 1, 2}, Grid{7, 2, 4}, Grid{13, 2, 8}}) {
-        if (r2 == 1 && f != Fmt::kNvfp4) continue;
+        if ((r2 == 1 || packed) && f != Fmt::kNvfp4) continue;
+        prepare_ = packed;
         sm_override_ = gr.sms;
         const Launch l{.nb = nb,
                        .warps_per_cta = gr.warps,
@@ -455,14 +468,17 @@ TEST_F(MoeGroupedTest, StreamKSplitsItemsBetweenWarps) {
         const Tensor b = check(f, 1, 1024, 256, 8, 2, Routing::kRandom, l);
         ASSERT_EQ(a.numel(), b.numel());
         EXPECT_EQ(std::memcmp(a.data<float>(), b.data<float>(), a.nbytes()), 0)
-            << name(f) << " nb " << nb << " r2 " << r2 << " sms " << gr.sms << ": two runs differ";
+            << name(f) << " nb " << nb << " r2 " << r2 << " packed " << packed << " sms " << gr.sms
+            << ": two runs differ";
       }
   sm_override_ = 0;
+  prepare_ = false;
 }
 
 // Small stream-K cases for compute-sanitizer (scripts/gpu-test.sh runs memcheck and racecheck
 // on this test): split items at both ends of warp ranges, partial sums and counters; packed
-// NVFP4 (prepare_experts) with 16-token tiles runs the bulk-copy ring on sm_90.
+// NVFP4 (prepare_experts) runs the ring's two-step stages (8-token tiles; and one-step ones
+// forced) and, with 16-token tiles, the bulk-copy ring on sm_90.
 TEST_F(MoeGroupedTest, StreamKSmall) {
   sm_override_ = 7;
   const Launch l{.nb = 1, .warps_per_cta = 4, .ctas_per_sm = 2, .pipelined = true};
@@ -470,9 +486,12 @@ TEST_F(MoeGroupedTest, StreamKSmall) {
     check(f, 1, 1024, 256, 8, 2, Routing::kRandom, l);
     check(f, 45, 384, 256, 8, 4, Routing::kRandom, l);
   }
-  prepare_ = true;
+  prepare_ = true;  // packed: stages of two k-steps, then of one
   check(Fmt::kNvfp4, 1, 1024, 256, 8, 2, Routing::kRandom, l);
   check(Fmt::kNvfp4, 45, 384, 256, 8, 4, Routing::kRandom, l);
+  Launch one = l;
+  one.pipe_two_step = false;
+  check(Fmt::kNvfp4, 45, 384, 256, 8, 4, Routing::kRandom, one);
   // Items of two sub-blocks, packed and row-major.
   Launch r2 = l;
   r2.pipe_r2 = 1;

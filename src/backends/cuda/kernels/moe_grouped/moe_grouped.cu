@@ -58,17 +58,23 @@ bool pipe_aligned(const MoeGemmParams& p) {
 // the cp.async ring or register streaming (64-token tiles always stream) and, for the NVFP4 ring
 // with 16-token tiles or wider, bulk copies: the one map from a launch's choices to a kernel, for
 // the launcher and for grouped_gemm_regs.
-// r2: the NVFP4 ring's items of two sub-blocks (nb 1, GroupedLaunch::pipe_r2).
+// r2: the NVFP4 ring's items of two sub-blocks (nb 1, GroupedLaunch::pipe_r2); two_step: its
+// stages of two k-steps (nb 1, packed, not r2: grouped_pipe_two_step).
 template <GroupedFmt F, int NB, typename Fn>
-void with_gemm_kernel(bool gate_up, bool pipe, bool bulk, bool r2, int warps_per_cta, Fn&& fn) {
+void with_gemm_kernel(bool gate_up, bool pipe, bool bulk, bool r2, bool two_step, int warps_per_cta,
+                      Fn&& fn) {
   using namespace grouped;
   if constexpr (NB != 8) {
     if (pipe) {
       const int smem = warps_per_cta * kGroupedPipeWarpBytes;
-      if constexpr (F == GroupedFmt::kNvfp4 && NB == 1)
+      if constexpr (F == GroupedFmt::kNvfp4 && NB == 1) {
         if (r2)
           return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, false, 2>, smem)
                          : fn(moe_gemm_pipe_kernel<F, NB, false, false, 2>, smem);
+        if (two_step)
+          return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, false, 1, 2>, smem)
+                         : fn(moe_gemm_pipe_kernel<F, NB, false, false, 1, 2>, smem);
+      }
       if constexpr (F == GroupedFmt::kNvfp4 && NB >= 2)
         if (bulk)
           return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, true>, smem)
@@ -91,10 +97,12 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
   MOE_CHECK(!pipe || (p.sk_partials != nullptr && p.sk_counters != nullptr))
       << name << ": the pipelined kernel needs its stream-K workspace (grouped_sk_sizes)";
   const bool r2 = l.pipe_r2 == 1 && p.N % grouped_pipe_r2_rows(p.gate_up) == 0;
-  with_gemm_kernel<F, NB>(
-      p.gate_up, pipe, grouped_pipe_bulk(p, l), r2, l.warps_per_cta, [&](auto k, int smem) {
-        launch_persistent(k, p, threads, smem, l.sm_count, l.ctas_per_sm, name, stream);
-      });
+  const bool two_step = grouped_pipe_two_step(l, F, p.packed, r2);
+  with_gemm_kernel<F, NB>(p.gate_up, pipe, grouped_pipe_bulk(p, l), r2, two_step, l.warps_per_cta,
+                          [&](auto k, int smem) {
+                            launch_persistent(k, p, threads, smem, l.sm_count, l.ctas_per_sm, name,
+                                              stream);
+                          });
 }
 
 // fn.template operator()<F, NB>() for format f and nb mma column blocks (the instances exist for
@@ -265,7 +273,8 @@ void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stre
 
 namespace {
 // The largest attr(kernel) over the GEMM kernels launch `l` may run for format `f`: gate_up and
-// down, both copy variants, items of one or two sub-blocks (pipe_r2 is chosen per call).
+// down, both copy variants, items of one or two sub-blocks (pipe_r2 is chosen per call), stages
+// of one or two k-steps (by the weights' layout).
 template <typename Attr>
 int max_over_gemm_kernels(GroupedFmt f, const GroupedLaunch& l, Attr&& attr) {
   int v = 0;
@@ -273,8 +282,9 @@ int max_over_gemm_kernels(GroupedFmt f, const GroupedLaunch& l, Attr&& attr) {
     for (bool gate_up : {true, false})
       for (bool bulk : {false, true})
         for (bool r2 : {false, true})
-          with_gemm_kernel<F, NB>(gate_up, l.pipelined, bulk, r2, l.warps_per_cta,
-                                  [&](auto k, int) { v = std::max(v, attr(k)); });
+          for (bool two_step : {false, true})
+            with_gemm_kernel<F, NB>(gate_up, l.pipelined, bulk, r2, two_step, l.warps_per_cta,
+                                    [&](auto k, int) { v = std::max(v, attr(k)); });
   });
   return v;
 }

@@ -384,12 +384,21 @@ __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const Strea
 // R: sub-blocks per item (GroupedLaunch::pipe_r2: 2): an item is R blocks of 16 gate + 16 up
 // rows (down: 32 rows); each k-step's activations are loaded once for all of them, and the
 // ring's stages hold one sub-block's step each (the sub-blocks of a step in consecutive stages).
-template <GroupedFmt F, int NB, bool GU, bool BULK = false, int R = 1>
+// SPS 2 (GroupedLaunch::pipe_two_step; packed NVFP4, R 1, per-lane copies): kGroupedPipe2Stages
+// stages of two consecutive k-steps of a segment (its last stage one step when the segment has
+// an odd count, so the stream-K split and every sum are those of SPS 1), laid out [matrix][step]
+// [half][lane] x 16 data bytes, then [matrix][step][lane] x 4 scale bytes; the warp waits for and
+// refills stages at their first step.
+template <GroupedFmt F, int NB, bool GU, bool BULK = false, int R = 1, int SPS = 1>
 __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     moe_gemm_pipe_kernel(const __grid_constant__ MoeGemmParams p) {
   static_assert(R == 1 || (F == GroupedFmt::kNvfp4 && !BULK));
+  static_assert(SPS == 1 || (SPS == 2 && F == GroupedFmt::kNvfp4 && R == 1 && !BULK));
   using Tr = Fmt<F>;
-  constexpr int kB = kPipeBatch<F>, kS = kPipeStages<F>, kStepBytes = kPipeStepBytes<F>;
+  constexpr int kB = kPipeBatch<F>;
+  constexpr int kS = SPS == 2 ? kGroupedPipe2Stages : kPipeStages<F>;
+  constexpr int kStepBytes = SPS == 2 ? kGroupedPipe2StageBytes : kPipeStepBytes<F>;
+  static_assert(SPS == 1 || kB == 1);
   constexpr int kGroups = kS / kB;
   static_assert(!BULK || (F == GroupedFmt::kNvfp4 && kB == 1 &&
                           kS * kStepBytes + kS * 8 <= kGroupedPipeWarpBytes));
@@ -462,6 +471,8 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     if (lj < sc.nseg) {
       const uint32_t dst = ring_s + stage * kStepBytes;
       const int wo = R > 1 ? lr * wsub : 0, so = R > 1 ? lr * ssub : 0;
+      // SPS 2: steps in this stage (1 at the end of a segment of odd length)
+      const int n = SPS == 2 && lke - lk < 2 ? 1 : SPS;
       if constexpr (BULK) {
         if (lane == 0) {  // lane 0's sources are the blocks' first bytes
           const uint32_t bar = bar0 + 8 * stage;
@@ -472,6 +483,17 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
             bulk_copy(dst + 2048 + t * 128, ls[t] + so, 128, bar);
           }
         }
+      } else if constexpr (SPS == 2) {  // packed: half 1 is 512 bytes on, one scale word per lane
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+#pragma unroll
+          for (int j = 0; j < 2; ++j)
+            if (j < n) {
+              const uint32_t d = dst + ((t * 2 + j) * 2) * 512;
+              cp_async16_l2(d, lw[t] + j * wstep);
+              cp_async16_l2(d + 512, lw[t] + j * wstep + whalf);
+              cp_async4(dst + 4096 - lane * 12 + (t * 2 + j) * 128, ls[t] + j * sstep);
+            }
       } else {
 #pragma unroll
         for (int t = 0; t < 2; ++t) {
@@ -492,10 +514,10 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
       if (next_k) {
 #pragma unroll
         for (int t = 0; t < 2; ++t) {
-          lw[t] += wstep;
-          if constexpr (F == GroupedFmt::kNvfp4) ls[t] += sstep;
+          lw[t] += n * wstep;
+          if constexpr (F == GroupedFmt::kNvfp4) ls[t] += n * sstep;
         }
-        if (++lk == lke && ++lj < sc.nseg) aim(lj);
+        if ((lk += n) == lke && ++lj < sc.nseg) aim(lj);
       }
     }
   };
@@ -528,9 +550,12 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
           load_act<F, NBI>(it, ks + 1 < s.ke ? ks + 1 : ks, Xn);
         else
           load_act<F, NBI>(it, ks, X);
+        // SPS 2: the stage's second step (stages start at even steps of the segment) neither
+        // waits nor refills.
+        const int sub = SPS == 2 ? (ks - s.kb) & 1 : 0;
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-          if (stage % kB == 0) {  // first step of a group: wait for it, refill the group used last
+          if (stage % kB == 0 && sub == 0) {  // first step of a group: wait, refill the last one
             if constexpr (BULK) {
               mbar_wait(bar0 + 8 * stage, (phase >> stage) & 1u);
               phase ^= 1u << stage;
@@ -547,18 +572,24 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
           for (int t = 0; t < 2; ++t)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-              const int slot = (t * 2 + h) * 32 + lane;
-              W[t][h] = src[slot];
-              if constexpr (BULK)
-                S[t][h] = reinterpret_cast<const uint16_t*>(src + 128)[t * 64 + 2 * lane + h];
-              else if constexpr (F == GroupedFmt::kNvfp4)
-                S[t][h] = reinterpret_cast<const uint16_t*>(
-                    src + 128)[packed_scales ? 2 * (slot - 32 * h) + h : 2 * slot + (c & 1)];
-              else
-                S[t][h] = 0;
+              if constexpr (SPS == 2) {
+                W[t][h] = src[(t * 2 + sub) * 64 + h * 32 + lane];
+                S[t][h] =
+                    reinterpret_cast<const uint16_t*>(src + 256)[(t * 2 + sub) * 64 + 2 * lane + h];
+              } else {
+                const int slot = (t * 2 + h) * 32 + lane;
+                W[t][h] = src[slot];
+                if constexpr (BULK)
+                  S[t][h] = reinterpret_cast<const uint16_t*>(src + 128)[t * 64 + 2 * lane + h];
+                else if constexpr (F == GroupedFmt::kNvfp4)
+                  S[t][h] = reinterpret_cast<const uint16_t*>(
+                      src + 128)[packed_scales ? 2 * (slot - 32 * h) + h : 2 * slot + (c & 1)];
+                else
+                  S[t][h] = 0;
+              }
             }
           compute_step<F, NBI, GU>(p, it, ks, X, W, S, acc[r], tacc[r]);
-          stage = stage + 1 == kS ? 0 : stage + 1;
+          if (SPS == 1 || sub == 1 || ks + 1 == s.ke) stage = stage + 1 == kS ? 0 : stage + 1;
         }
       };
       ActRegs<F, NBI> X0, X1;

@@ -45,6 +45,11 @@ constexpr int grouped_pipe_stages(GroupedFmt f) {
 }
 // Shared memory of one warp's ring: the bound over formats (12,288 B).
 constexpr int kGroupedPipeWarpBytes = 6 * 4 * 32 * 16;
+// Two-step stages (GroupedLaunch::pipe_two_step, moe_gemm_pipe_kernel's SPS = 2; packed NVFP4
+// with items of one sub-block): 2 stages of two k-steps in the same 12 KB per warp.
+constexpr int kGroupedPipe2Stages = 2;
+constexpr int kGroupedPipe2StageBytes = 2 * grouped_pipe_step_bytes(GroupedFmt::kNvfp4);
+static_assert(kGroupedPipe2Stages * kGroupedPipe2StageBytes <= kGroupedPipeWarpBytes);
 static_assert(grouped_pipe_stages(GroupedFmt::kNvfp4) *
                       grouped_pipe_step_bytes(GroupedFmt::kNvfp4) <=
                   kGroupedPipeWarpBytes &&
@@ -95,6 +100,13 @@ struct GroupedLaunch {
   // launch_moe_gemm of -1 runs one sub-block). Ignored by other launches and when N is not a
   // multiple of 32 (gate_up) / 64 (down).
   int pipe_r2 = -1;
+  // NVFP4 ring with items of one sub-block and packed weights (nb 1, pipelined): stages of two
+  // k-steps (2 per warp in the same 12 KB, one in flight while the other is computed) instead of
+  // 4 stages of one (grouped_pipe_two_step). Measured on the H200 (docs/perf.md, 2026-12-02
+  // session 17; the heuristic's launches, same routing): glm5 T 1 / 2 / 8 47.7 / 57.5 / 74.5 ->
+  // 49.7 / 62.9 / 77.2% of 4.8 TB/s, dsv3 T 2 / 4 / 8 +4.3 / +2.2 / +1.9 points, EP8 +1..+3, TP8
+  // +0.6..+1.4, the rest within +-1.
+  bool pipe_two_step = true;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
 };
 
@@ -206,6 +218,12 @@ bool grouped_pipe_r2(const GroupedLaunch& l, GroupedFmt f, int64_t N, bool gate_
 // with 8-token tiles): the part of grouped_pipe_r2 that needs no tile count.
 inline bool grouped_pipe_r2_kernel(const GroupedLaunch& l, GroupedFmt f) {
   return f == GroupedFmt::kNvfp4 && l.pipelined && !l.tc && l.nb == 1;
+}
+// Whether the NVFP4 ring runs two-step stages (GroupedLaunch::pipe_two_step) for a GEMM with
+// packed weights (`packed`) and items of one sub-block (`r2` false).
+inline bool grouped_pipe_two_step(const GroupedLaunch& l, GroupedFmt f, bool packed, bool r2) {
+  return l.pipe_two_step && f == GroupedFmt::kNvfp4 && l.pipelined && !l.tc && l.nb == 1 &&
+         packed && !r2;
 }
 // Rows of one matrix in a two-sub-block item (N must be a multiple).
 constexpr int64_t grouped_pipe_r2_rows(bool gate_up) { return gate_up ? 32 : 64; }
