@@ -103,9 +103,9 @@ struct GroupedLaunch {
   // NVFP4 ring with items of one sub-block and packed weights (nb 1, pipelined): stages of two
   // k-steps (2 per warp in the same 12 KB, one in flight while the other is computed) instead of
   // 4 stages of one (grouped_pipe_two_step). Measured on the H200 (docs/perf.md, 2026-12-02
-  // session 17; the heuristic's launches, same routing): glm5 T 1 / 2 / 8 47.7 / 57.5 / 74.5 ->
-  // 49.7 / 62.9 / 77.2% of 4.8 TB/s, dsv3 T 2 / 4 / 8 +4.3 / +2.2 / +1.9 points, EP8 +1..+3, TP8
-  // +0.6..+1.4, the rest within +-1.
+  // session 17; the heuristic's launches, same routing, on / off): glm5 T 1 / 2 / 4 / 8 49.5 /
+  // 59.3 / 68.4 / 77.4 against 47.7 / 57.5 / 66.5 / 74.2% of 4.8 TB/s, dsv3 T 1..8 +1.7..+2.4
+  // points, TP8 and EP8 T 1..64 +0.6..+1.9, T 128..256 within run-to-run noise.
   bool pipe_two_step = true;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
 };
