@@ -388,6 +388,31 @@ TEST(MoeConfig, PipeR2NeedsRoundsOfItems) {
   EXPECT_FALSE(grouped_pipe_r2(o, f, 2048, true, tiles(64)));
 }
 
+// Two-step stages: the NVFP4 ring with 8-token tiles, packed weights and items of one sub-block,
+// unless the launch turns them off.
+TEST(MoeConfig, PipeTwoStepOnlyForPackedNvfp4RingItemsOfOneSubBlock) {
+  GroupedLaunch l;
+  l.nb = 1, l.warps_per_cta = 4, l.ctas_per_sm = 4, l.pipelined = true;
+  const GroupedFmt f = GroupedFmt::kNvfp4;
+  EXPECT_TRUE(grouped_pipe_two_step(l, f, true, false));
+  EXPECT_FALSE(grouped_pipe_two_step(l, f, false, false));  // row-major weights
+  EXPECT_FALSE(grouped_pipe_two_step(l, f, true, true));    // items of two sub-blocks
+  EXPECT_FALSE(grouped_pipe_two_step(l, GroupedFmt::kFp8Block, true, false));
+  EXPECT_FALSE(grouped_pipe_two_step(l, GroupedFmt::kBf16, true, false));
+  GroupedLaunch o = l;
+  o.nb = 2;
+  EXPECT_FALSE(grouped_pipe_two_step(o, f, true, false));
+  o = l;
+  o.pipelined = false;
+  EXPECT_FALSE(grouped_pipe_two_step(o, f, true, false));
+  o = l;
+  o.tc = true;
+  EXPECT_FALSE(grouped_pipe_two_step(o, f, true, false));
+  o = l;
+  o.pipe_two_step = false;
+  EXPECT_FALSE(grouped_pipe_two_step(o, f, true, false));
+}
+
 TEST(MoeConfig, TuneCacheRoundTripAndFallback) {
   const DeviceInfo h200 = device("NVIDIA H200", 9, 0, 232448, 132);
   const MoeShape s{100, 6144, 2048, 256, 8, GroupedFmt::kFp8Block};
