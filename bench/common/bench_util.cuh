@@ -1,12 +1,15 @@
-// Shared by the CUDA benchmarks (bench/linear, bench/moe): a CUDA error check that exits, and a
-// device fill of synthetic weight bytes (no host upload of gigabytes).
+// Shared by the CUDA benchmarks (bench/linear, bench/moe, bench/copy): a CUDA error check that
+// exits, a device fill of synthetic weight bytes (no host upload of gigabytes), and the median
+// CUDA-event time of repeated launches.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #define CK(x)                                                                                 \
   do {                                                                                        \
@@ -39,6 +42,30 @@ __global__ void __launch_bounds__(256) fill_kernel(uint8_t* p, size_t n, uint32_
 inline void fill(void* p, size_t n, uint32_t seed, int kind, cudaStream_t s = nullptr) {
   fill_kernel<<<2048, 256, 0, s>>>(static_cast<uint8_t*>(p), n, seed, kind);
   CK(cudaGetLastError());
+}
+
+// Median over `reps` timings (CUDA events on the default stream) of `launches` back-to-back calls
+// of launch(i), in ms per call.
+template <typename Launch>
+float median_ms_per_launch(int reps, int launches, Launch&& launch) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<float> ms;
+  for (int rep = 0; rep < reps; ++rep) {
+    CK(cudaEventRecord(a));
+    for (int i = 0; i < launches; ++i) launch(i);
+    CK(cudaGetLastError());
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float t = 0;
+    CK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t / launches);
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
 }
 
 }  // namespace moe::bench

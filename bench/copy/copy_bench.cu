@@ -97,9 +97,6 @@ int main() {
   CK(cudaMemset(buf, 1, total));
   const int smem = kStages * kStage + 8 * kStages;
   CK(cudaFuncSetAttribute(copy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
   struct Row {
     bool bulk;
     int size, lanes;
@@ -114,20 +111,11 @@ int main() {
     for (const Row& r : rows) {
       // L2 rows: every CTA reads the same 8 MB (slice 0 for all), 4096 stages each.
       const int64_t steps = l2 ? 4096 : slice / kStage;
-      std::vector<float> ms;
-      for (int rep = 0; rep < 7; ++rep) {
-        CK(cudaEventRecord(a));
+      const double t = moe::bench::median_ms_per_launch(7, 1, [&](int) {
         copy_kernel<<<sms, kThreads, smem>>>(buf, l2 ? 0 : slice, l2 ? l2_bytes : slice, steps,
                                              r.size, r.lanes, r.bulk);
-        CK(cudaGetLastError());
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float t = 0;
-        CK(cudaEventElapsedTime(&t, a, b));
-        ms.push_back(t);
-      }
-      std::sort(ms.begin(), ms.end());
-      const double t = ms[ms.size() / 2], bytes = static_cast<double>(sms) * steps * kStage;
+      });
+      const double bytes = static_cast<double>(sms) * steps * kStage;
       std::printf("| %s | %s | %d | %s | %.3f ms | %.2f | %.1f |\n", l2 ? "L2 (8 MB)" : "DRAM",
                   r.bulk ? "cp.async.bulk" : "cp.async 16 B", r.size,
                   r.bulk ? std::to_string(r.lanes).c_str() : "all 256", t, bytes / t / 1e9,

@@ -2,7 +2,7 @@
 // shared-memory stages with cp.async.bulk copies for C consumer warps, full / empty mbarriers per
 // stage), the candidate copy skeleton for the decode MoE GEMMs, against the per-warp rings of
 // ring_bench, optionally with synthetic integer work standing in for the dequantization
-// (churn.cuh).
+// (ring_common.cuh).
 // Each consumer warp streams its own items (16-row blocks: `spi` k-steps of 1024 + 1024 data and
 // 128 + 128 scale bytes, the packed NVFP4 layout's gate, up and their scales; or one interleaved
 // stream of 2304 bytes per step), items round-robin over the grid's consumer warps; a stage holds
@@ -10,8 +10,8 @@
 // C x sps x 2304 bytes, copied as C x 4 (or C x 1) bulk copies of sps x chunk bytes.
 // Usage:
 //   cta_ring_bench [--alu N,...]   sustained rows (~4 GiB per launch, median of 5 launches);
-//                                  --alu: N rounds of synthetic integer work (churn.cuh: ~48 N
-//                                  instructions per lane and k-step; the kernel's ~390 is N ~ 8)
+//                                  --alu: N rounds of synthetic integer work (ring_common.cuh: ~48
+//                                  N instructions per lane and k-step; the kernel's ~390 is N ~ 8)
 //                                  on the NVFP4 streams, default 0 (every byte read back only)
 //   --sizes MB,...                 short launches (the decode GEMMs at T 1..8), 20 back to back
 //                                  per timing, median of 7, us per launch
@@ -28,10 +28,11 @@
 
 #include "../common/bench_util.cuh"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.cuh"
-#include "churn.cuh"
+#include "ring_common.cuh"
 
 namespace {
 
+using moe::bench::read_back;
 using moe::bench::step_work;
 using moe::cuda::grouped::bulk_copy;
 using moe::cuda::grouped::mbar_arrive_expect_tx;
@@ -39,6 +40,7 @@ using moe::cuda::grouped::mbar_init;
 using moe::cuda::grouped::mbar_init_fence;
 using moe::cuda::grouped::mbar_wait;
 
+constexpr const char* kProg = "cta_ring_bench";
 constexpr int64_t kTotal = int64_t{4} << 30;
 constexpr int kMaxStreams = 4;
 constexpr int kMaxConsumers = 16;
@@ -109,28 +111,8 @@ __global__ void __launch_bounds__((kMaxConsumers + 1) * 32)
       for (int j = 0; j < p.sps; ++j)
         x ^= step_work(part + j * 1024, part + p.sps * 1024 + j * 1024,
                        part + 2 * p.sps * 1024 + j * 128 + lane * 4, p.alu, lane);
-    } else {  // every landed byte read back: 16-byte pieces of the >= 512-byte chunks, 4-byte
-              // words of the 128-byte (scale) ones
-      uint32_t o = 0;
-      for (int t = 0; t < p.n; ++t) {
-        const int c = p.chunk[t] * p.sps;
-        if (p.chunk[t] >= 512) {
-          for (int b = lane * 16; b < c; b += 512) {
-            uint32_t v0, v1, v2, v3;
-            asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
-                         : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
-                         : "r"(part + o + b));
-            x ^= v0 ^ v1 ^ v2 ^ v3;
-          }
-        } else {
-          for (int b = lane * 4; b < c; b += 128) {
-            uint32_t v;
-            asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(part + o + b));
-            x ^= v;
-          }
-        }
-        o += c;
-      }
+    } else {  // every landed byte read back
+      x ^= read_back(part, p.chunk, p.n, p.sps, lane, false);
     }
     __syncwarp();
     if (lane == 0) mbar_arrive(empty + 8 * s);
@@ -169,45 +151,10 @@ float time_launches(Params p, int ctas, int reps, int launches) {
   CK(cudaFuncSetAttribute(cta_ring_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int64_t slices = std::max<int64_t>(1, kTotal / p.area_total);
   const uint8_t* buf = p.buf;
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<float> ms;
-  for (int rep = 0; rep < reps; ++rep) {
-    CK(cudaEventRecord(a));
-    for (int i = 0; i < launches; ++i) {
-      p.buf = buf + (i % slices) * p.area_total;
-      cta_ring_kernel<<<ctas, (p.consumers + 1) * 32, smem>>>(p);
-    }
-    CK(cudaGetLastError());
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float t = 0;
-    CK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t / launches);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-bool parse_list(const char* flag, const std::string& list, std::vector<double>& out, double lo,
-                double hi) {
-  for (size_t pos = 0; pos < list.size();) {
-    const size_t comma = list.find(',', pos);
-    const std::string item = list.substr(pos, comma - pos);
-    char* end = nullptr;
-    const double v = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0' || v < lo || v > hi) {
-      std::fprintf(stderr, "cta_ring_bench: %s takes numbers in [%g, %g], got '%s'\n", flag, lo, hi,
-                   item.c_str());
-      return false;
-    }
-    out.push_back(v);
-    pos = comma == std::string::npos ? list.size() : comma + 1;
-  }
-  return true;
+  return moe::bench::median_ms_per_launch(reps, launches, [&](int i) {
+    p.buf = buf + (i % slices) * p.area_total;
+    cta_ring_kernel<<<ctas, (p.consumers + 1) * 32, smem>>>(p);
+  });
 }
 
 }  // namespace
@@ -216,9 +163,9 @@ int main(int argc, char** argv) {
   std::vector<double> sizes_mb, alus;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
-      if (!parse_list("--sizes", argv[++i], sizes_mb, 0.1, 4000)) return 2;
+      if (!moe::bench::parse_list(kProg, "--sizes", argv[++i], sizes_mb, 0.1, 4000)) return 2;
     } else if (std::strcmp(argv[i], "--alu") == 0 && i + 1 < argc) {
-      if (!parse_list("--alu", argv[++i], alus, 0, 64)) return 2;
+      if (!moe::bench::parse_list(kProg, "--alu", argv[++i], alus, 0, 64)) return 2;
     } else {
       std::fprintf(stderr, "usage: cta_ring_bench [--alu N,...] [--sizes MB,...]\n");
       return 2;
@@ -248,6 +195,17 @@ int main(int argc, char** argv) {
       {12, 1, 2, 2}, {12, 1, 2, 3}, {16, 1, 1, 3}, {16, 1, 1, 4}, {4, 2, 2, 4}, {4, 2, 4, 2},
       {6, 2, 2, 3},  {8, 2, 1, 4},  {8, 2, 2, 2},  {4, 3, 2, 3},  {4, 4, 2, 2}, {4, 4, 1, 4},
   };
+  // A shape's parameters before layout(): items of 48 k-steps (glm5 gate_up).
+  auto params = [&](const Shape& sh, double alu) {
+    Params p{};
+    p.buf = buf;
+    p.consumers = sh.consumers;
+    p.sps = sh.sps;
+    p.stages = sh.stages;
+    p.spi = 48;
+    p.alu = static_cast<int>(alu);
+    return p;
+  };
   auto fits = [&](const Params& p, int per_sm) {
     return (static_cast<int64_t>(smem_bytes(p)) + 1024) * per_sm <= smem_sm;
   };
@@ -259,13 +217,7 @@ int main(int argc, char** argv) {
       for (const Shape& sh : shapes)
         for (double alu : alus) {
           const Pattern& pt = kPats[0];
-          Params p{};
-          p.buf = buf;
-          p.consumers = sh.consumers;
-          p.sps = sh.sps;
-          p.stages = sh.stages;
-          p.spi = 48;
-          p.alu = static_cast<int>(alu);
+          Params p = params(sh, alu);
           const int64_t ctas = int64_t{sms} * sh.ctas_per_sm;
           // whole items per warp; below one item, the item is cut to fit (a partial item, as
           // a stream-K segment is)
@@ -294,13 +246,7 @@ int main(int argc, char** argv) {
     for (const Pattern& pt : kPats)
       for (const Shape& sh : shapes)
         for (double alu : alus) {
-          Params p{};
-          p.buf = buf;
-          p.consumers = sh.consumers;
-          p.sps = sh.sps;
-          p.stages = sh.stages;
-          p.spi = 48;
-          p.alu = static_cast<int>(alu);
+          Params p = params(sh, alu);
           const int64_t ctas = int64_t{sms} * sh.ctas_per_sm;
           const int64_t rounds = kTotal / (ctas * sh.consumers * int64_t{p.spi} * 2304);
           layout(p, pt, ctas, rounds);

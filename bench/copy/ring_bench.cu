@@ -20,7 +20,7 @@
 //   --issue-first               refill the previous stage before reading the landed one (the
 //                               GEMM's order) instead of after
 //   --alu N                     the NVFP4 streams read back per k-step with N rounds of synthetic
-//                               work (churn.cuh: ~48 N instructions per lane and step; the
+//                               work (ring_common.cuh: ~48 N instructions per lane and step; the
 //                               kernel's ~390 is N ~ 8) standing in for the dequantization
 //   --bulk                      lane 0 copies every chunk with one cp.async.bulk (completion on a
 //                               per-stage mbarrier) instead of the lanes' cp.async
@@ -38,7 +38,7 @@
 
 #include "../common/bench_util.cuh"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.cuh"
-#include "churn.cuh"
+#include "ring_common.cuh"
 
 namespace {
 
@@ -75,7 +75,7 @@ struct Params {
   bool issue_first;           // refill the previous stage before reading this one (the GEMM's
                               // order), else after
   bool bulk;  // lane 0 copies each chunk with one cp.async.bulk (mbarrier per stage), else lanes
-  int alu;    // rounds of synthetic work per k-step of the NVFP4 streams (churn.cuh)
+  int alu;    // rounds of synthetic work per k-step of the NVFP4 streams (ring_common.cuh)
 };
 
 using moe::cuda::grouped::bulk_copy;
@@ -151,6 +151,13 @@ __global__ void __launch_bounds__(kWarpsPerCta * 32) ring_kernel(const __grid_co
     }
     if (!p.bulk) cp_async_commit();
   };
+  // the stage of step st + D (an empty cp.async group past the end keeps the group count)
+  auto refill = [&](int64_t st) {
+    if (st + D < p.steps)
+      issue(st + D);
+    else if (!p.bulk)
+      cp_async_commit();
+  };
   for (int64_t st = 0; st < D && st < p.steps; ++st) issue(st);
   uint32_t x = 0;
   for (int64_t st = 0; st < p.steps; ++st) {
@@ -160,73 +167,23 @@ __global__ void __launch_bounds__(kWarpsPerCta * 32) ring_kernel(const __grid_co
     else
       cp_async_wait<D - 1>();
     __syncwarp();
-    if (IF) {
-      if (st + D < p.steps)
-        issue(st + D);
-      else if (!p.bulk)
-        cp_async_commit();
-    }
+    if (IF) refill(st);
     const uint32_t stage = ring + static_cast<uint32_t>(st % (D + 1)) * p.step_bytes;
-    if (p.full_read == 2) {  // the same bytes in 4-byte loads
-      uint32_t o = 0;
-#pragma unroll
-      for (int s = 0; s < kMaxStreams; ++s) {
-        if (s >= p.n) break;
-        const int c = p.chunk[s];
-        if (c >= 512) {
-          for (int b = lane * 16; b < c; b += 512)
-#pragma unroll
-            for (int w4 = 0; w4 < 4; ++w4) {
-              uint32_t v;
-              asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(stage + o + b + 4 * w4));
-              x ^= v;
-            }
-        } else {
-          uint32_t v;
-          asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(stage + o + lane * (c / 32)));
-          x ^= v;
-        }
-        o += c;
-      }
-    } else if (p.alu > 0 && p.n == 4 && p.chunk[0] % 1024 == 0 && p.chunk[0] == p.chunk[1]) {
+    if (p.alu > 0 && p.n == 4 && p.chunk[0] % 1024 == 0 && p.chunk[0] == p.chunk[1]) {
       // the NVFP4 streams (one or two k-steps per stage): per k-step the lane's words, worked on
       const int sps = p.chunk[0] / 1024;
       for (int j = 0; j < sps; ++j)
         x ^= moe::bench::step_work(stage + j * 1024, stage + sps * 1024 + j * 1024,
                                    stage + sps * 2048 + j * 128 + lane * 4, p.alu, lane);
-    } else if (p.full_read) {  // each lane its own 16-byte (4-byte) pieces of every chunk
-      uint32_t o = 0;
-#pragma unroll
-      for (int s = 0; s < kMaxStreams; ++s) {
-        if (s >= p.n) break;
-        const int c = p.chunk[s];
-        if (c >= 512) {
-          for (int b = lane * 16; b < c; b += 512) {
-            uint32_t v0, v1, v2, v3;
-            asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
-                         : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
-                         : "r"(stage + o + b));
-            x ^= v0 ^ v1 ^ v2 ^ v3;
-          }
-        } else {
-          uint32_t v;
-          asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(stage + o + lane * (c / 32)));
-          x ^= v;
-        }
-        o += c;
-      }
+    } else if (p.full_read) {  // every landed byte (in 4-byte loads with --full-read-u32)
+      x ^= moe::bench::read_back(stage, p.chunk, p.n, 1, lane, p.full_read == 2);
     } else {
       uint32_t v;  // one word of the landed stage read back
       asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(stage + lane * 4));
       x ^= v;
     }
     __syncwarp();
-    if (!IF) {
-      if (st + D < p.steps)
-        issue(st + D);
-      else if (!p.bulk)
-        cp_async_commit();
-    }
+    if (!IF) refill(st);
   }
   if (x == 0x12345678u) asm volatile("trap;");  // keeps the reads (the buffer holds 0x01 bytes)
 }
@@ -257,27 +214,10 @@ float time_launches(Params p, int blocks, int reps, int launches) {
   CK(cudaFuncSetAttribute(ring_kernel<D, IF>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int64_t bytes = p.area_total, slices = std::max<int64_t>(1, kTotal / bytes);
   const uint8_t* buf = p.buf;
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<float> ms;
-  for (int rep = 0; rep < reps; ++rep) {
-    CK(cudaEventRecord(a));
-    for (int i = 0; i < launches; ++i) {
-      p.buf = buf + (i % slices) * bytes;
-      ring_kernel<D, IF><<<blocks, kWarpsPerCta * 32, smem>>>(p);
-    }
-    CK(cudaGetLastError());
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float t = 0;
-    CK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t / launches);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return moe::bench::median_ms_per_launch(reps, launches, [&](int i) {
+    p.buf = buf + (i % slices) * bytes;
+    ring_kernel<D, IF><<<blocks, kWarpsPerCta * 32, smem>>>(p);
+  });
 }
 
 template <bool IF>
@@ -315,18 +255,8 @@ int main(int argc, char** argv) {
   int alu = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
-      const std::string list = argv[++i];
-      for (size_t pos = 0; pos < list.size();) {
-        const size_t comma = list.find(',', pos);
-        const double mb = std::atof(list.substr(pos, comma - pos).c_str());
-        if (mb <= 0 || mb > 4000) {
-          std::fprintf(stderr, "ring_bench: --sizes takes MB per launch in (0, 4000], got '%s'\n",
-                       list.substr(pos, comma - pos).c_str());
-          return 2;
-        }
-        sizes_mb.push_back(mb);
-        pos = comma == std::string::npos ? list.size() : comma + 1;
-      }
+      if (!moe::bench::parse_list("ring_bench", "--sizes", argv[++i], sizes_mb, 0.1, 4000))
+        return 2;
     } else if (std::strcmp(argv[i], "--full-read") == 0) {
       full_read = 1;
     } else if (std::strcmp(argv[i], "--full-read-u32") == 0) {
