@@ -19,7 +19,7 @@
 //                  [--routing uniform,zipf1,zipf1.5,hot8] [--tokens 1,4,8,...,4096,8192]
 //                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
 //                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
-//                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1]
+//                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1] [--tma 0|1]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -36,7 +36,8 @@
 // FP8 wgmma, or F16 activations with weights dequantized to F16). --r2 0|1 overrides
 // GroupedLaunch::pipe_r2 (the NVFP4 ring's items of one or two sub-blocks; default: chosen per GEMM
 // by run_grouped_experts); --two-step 0|1 GroupedLaunch::pipe_two_step (the NVFP4 ring's stages of
-// two k-steps with packed weights; default 1).
+// two k-steps with packed weights; default 1); --tma 0|1 GroupedLaunch::wgmma_tma (FP8 experts on
+// the warpgroup-MMA GEMM: weight tiles by TMA, tensor maps of grouped_weight_tmaps).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -114,12 +115,14 @@ int g_shared = 0;          // --shared 1 (folded) or 2 (apart)
 int g_f8act = -1;          // --f8act 0|1 (-1: moe_launch's choice)
 int g_r2 = -1;             // --r2 0|1 (-1: run_grouped_experts' choice)
 int g_two_step = -1;       // --two-step 0|1 (-1: the launch's default)
+int g_tma = -1;            // --tma 0|1 (-1: the launch's default)
 
 // The launch with the --f8act, --r2 and --two-step overrides.
 GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_f8act >= 0) l.fp8_act = g_f8act == 1;
   l.pipe_r2 = g_r2;
   if (g_two_step >= 0) l.pipe_two_step = g_two_step == 1;
+  if (g_tma >= 0) l.wgmma_tma = g_tma == 1;
   return l;
 }
 
@@ -321,6 +324,12 @@ int main(int argc, char** argv) {
         return 2;
       }
       g_two_step = v == "1";
+    } else if (a == "--tma") {
+      if (v != "0" && v != "1") {
+        std::fprintf(stderr, "--tma %s: expected 0 or 1\n", v.c_str());
+        return 2;
+      }
+      g_tma = v == "1";
     } else if (a == "--layout") {
       if (v != "packed" && v != "rowmajor") {
         std::fprintf(stderr, "unknown --layout %s (packed, rowmajor)\n", v.c_str());
@@ -400,6 +409,17 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "grouped path refused %s %s: %s\n", sname.c_str(), fname.c_str(),
                      why.c_str());
         return 1;
+      }
+      // FP8: tensor maps of the weights for the warpgroup-MMA GEMM's TMA loads (--tma).
+      for (GroupedExperts* g : {ge.get(), gs.get()}) {
+        std::vector<uint8_t> maps;
+        std::string no;
+        if (g->E > 0 && grouped_weight_tmaps(*g, &maps, &no)) {
+          void* d = nullptr;
+          CK(cudaMalloc(&d, maps.size()));
+          CK(cudaMemcpy(d, maps.data(), maps.size(), cudaMemcpyHostToDevice));
+          g->tmaps = d;
+        }
       }
       for (const std::string& rname : routings) {
         for (int64_t T : tokens) {
@@ -556,6 +576,8 @@ int main(int argc, char** argv) {
             CK(cudaFree(p));
         }
       }
+      for (GroupedExperts* g : {ge.get(), gs.get()})
+        if (g->tmaps != nullptr) CK(cudaFree(const_cast<void*>(g->tmaps)));
       free_layer(L);
     }
   }

@@ -20,9 +20,10 @@
 
 namespace moe::cuda {
 
-class MoeTuneCache;   // backends/cuda/moe_config/moe_config.h
-class CublasLtGemm;   // backends/cuda/cublaslt_gemm.h
-struct LinearParams;  // backends/cuda/kernels/linear/linear.h
+class MoeTuneCache;     // backends/cuda/moe_config/moe_config.h
+class CublasLtGemm;     // backends/cuda/cublaslt_gemm.h
+struct LinearParams;    // backends/cuda/kernels/linear/linear.h
+struct GroupedExperts;  // backends/cuda/kernels/moe_grouped/moe_grouped_experts.h
 
 class CudaOps final : public ops::Ops {
  public:
@@ -99,8 +100,13 @@ class CudaOps final : public ops::Ops {
   // in place into the packed layout (ops::WeightLayout::kPacked,
   // kernels/moe_grouped/dequant_bits.h); others unchanged.
   // Synchronises the stream (load time only).
+  // FP8 experts: also the tensor maps of their weights (the warpgroup-MMA GEMM's TMA loads),
+  // for the routed table and the shared expert alone (expert_tmaps).
   void prepare_experts(std::span<ops::ExpertWeights> experts, ops::ExpertWeights* shared,
                        int64_t D) override;
+  // Device tensor maps prepare_experts built for exactly this expert table (grouped_tmap_key), or
+  // null (then the warpgroup-MMA GEMM copies weights by cp.async).
+  const void* expert_tmaps(const GroupedExperts& ge) const;
   void embed(TensorView y, ConstTensorView ids, ConstTensorView table) override;
   void linear(TensorView y, ConstTensorView x, const ops::Weight& w) override;
   void rms_norm(TensorView y, ConstTensorView x, ConstTensorView gamma, float eps) override;
@@ -152,6 +158,12 @@ class CudaOps final : public ops::Ops {
   TraceSink trace_;
   std::shared_ptr<const MoeTuneCache> moe_tune_;  // null: heuristic MoE launch configs
   bool moe_fp8_act_ = true;                       // set_moe_fp8_activations
+  // prepare_experts' tensor maps per expert table (key: grouped_tmap_key).
+  struct ExpertTmaps {
+    std::vector<uintptr_t> key;
+    Tensor maps;
+  };
+  std::vector<ExpertTmaps> expert_tmaps_;
   // Pinned host staging for copy_from_host while the stream is being captured.
   void* staging_ = nullptr;
   size_t staging_size_ = 0, staging_used_ = 0;

@@ -149,7 +149,32 @@ void CudaOps::prepare_experts(std::span<ops::ExpertWeights> experts, ops::Expert
       }
       w->layout = ops::WeightLayout::kPacked;
     }
+  // FP8: tensor maps of the packed weights for the warpgroup-MMA GEMM (routed table; shared
+  // expert alone), replacing maps of an earlier table with the same key.
+  auto add_tmaps = [&](const GroupedExperts& g) {
+    std::vector<uint8_t> maps;
+    std::string no;
+    if (!grouped_weight_tmaps(g, &maps, &no)) return;
+    std::vector<uintptr_t> key = grouped_tmap_key(g);
+    std::erase_if(expert_tmaps_, [&](const ExpertTmaps& t) { return t.key == key; });
+    Tensor d = allocate({static_cast<int64_t>(maps.size())}, DType::kU8, false);
+    MOE_CUDA_CHECK(cudaMemcpy(d.data<uint8_t>(), maps.data(), maps.size(), cudaMemcpyHostToDevice),
+                   "prepare_experts");
+    expert_tmaps_.push_back({std::move(key), std::move(d)});
+  };
+  GroupedExperts packed, shared_packed;
+  if (resolve_grouped_experts(experts, D, &packed, &why)) add_tmaps(packed);
+  if (shared && resolve_grouped_shared_alone(*shared, D, &shared_packed, &why))
+    add_tmaps(shared_packed);
   MOE_CUDA_CHECK(cudaStreamSynchronize(stream_), "prepare_experts");
+}
+
+const void* CudaOps::expert_tmaps(const GroupedExperts& ge) const {
+  if (expert_tmaps_.empty() || ge.fmt != GroupedFmt::kFp8Block) return nullptr;
+  const std::vector<uintptr_t> key = grouped_tmap_key(ge);
+  for (const ExpertTmaps& t : expert_tmaps_)
+    if (t.key == key) return t.maps.cview().raw();
+  return nullptr;
 }
 
 void CudaOps::shared_expert_add(TensorView y, ConstTensorView x, const ops::ExpertWeights& s) {
@@ -196,6 +221,7 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
     // moe_shared_fold_max_tokens tokens and when it has the routed experts' shape and format.
     const bool fold = shared && T <= moe_shared_fold_max_tokens(ge->fmt) &&
                       add_grouped_shared_expert(*shared, ge.get(), &why);
+    ge->tmaps = expert_tmaps(*ge);  // FP8 prepared by prepare_experts: weight tiles by TMA
     // One grouped call: scratch for its slots, then the four launches.
     auto run = [&](const GroupedExperts& g, GroupedLaunch l, int64_t k, bool accumulate) {
       if (!moe_fp8_act_) l.fp8_act = false;
@@ -228,9 +254,10 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
     if (shared && !fold) {
       // Apart: alone in the grouped kernels (y += S(x); packed weights need them), else linear.
       GroupedExperts gs;
-      if (resolve_grouped_shared_alone(*shared, D, &gs, &why))
+      if (resolve_grouped_shared_alone(*shared, D, &gs, &why)) {
+        gs.tmaps = expert_tmaps(gs);
         run(gs, moe_shared_alone_launch(T, D, gs.I, gs.fmt, lim), 0, true);
-      else
+      } else
         shared_expert_add(y, x, *shared);
     }
     return;

@@ -165,6 +165,10 @@ class MoeGroupedTest : public ::testing::Test {
       for (const ops::ExpertWeights& ew : ew_d)
         for (const ops::Weight* w : {&ew.gate, &ew.up, &ew.down})
           EXPECT_EQ(w->layout, want_layout) << name(f);
+      // FP8: tensor maps of the packed table for the warpgroup-MMA GEMM (none for the others).
+      GroupedExperts packed;
+      if (grouped && resolve_grouped_experts(ew_d, D, &packed, &why))
+        EXPECT_EQ(ops_->expert_tmaps(packed) != nullptr, f == Fmt::kFp8) << name(f);
       if (shd) {  // packed when the grouped kernels run it (with the routed experts or alone)
         for (const ops::Weight* w : {&sh_d.gate, &sh_d.up, &sh_d.down}) {
           EXPECT_EQ(w->layout,
@@ -213,6 +217,18 @@ class MoeGroupedTest : public ::testing::Test {
         if (!why.empty()) return Tensor();
       }
       GroupedLaunch l = *launch;
+      // Weight tiles by TMA (FP8 warpgroup-MMA GEMM with FP8 activations): the tensor maps in
+      // device memory.
+      TensorView tmaps;
+      if (l.wgmma_tma && f == Fmt::kFp8 && l.fp8_act && (l.wgmma || l.wgmma_min_tokens > 0)) {
+        std::vector<uint8_t> maps;
+        EXPECT_TRUE(grouped_weight_tmaps(*ge, &maps, &why)) << why;
+        if (!why.empty()) return Tensor();
+        Tensor hm = Tensor::empty({static_cast<int64_t>(maps.size())}, DType::kU8);
+        std::memcpy(hm.data<uint8_t>(), maps.data(), maps.size());
+        tmaps = dev_->to_device(hm);
+        ge->tmaps = tmaps.raw();
+      }
       // sm_override_: a smaller grid than the device's (other stream-K splits).
       l.sm_count = sm_override_ > 0 ? sm_override_ : ops_->device().sm_count;
       // The device's kernels (the bulk-copy ring from sm_90) as moe_launch would choose them.
@@ -374,6 +390,15 @@ class MoeGroupedTest : public ::testing::Test {
 
 const Fmt kFmts[] = {Fmt::kBf16, Fmt::kFp8, Fmt::kNvfp4};
 using Launch = GroupedLaunch;  // check(..., Launch{.nb = 2, ...}): an explicit launch
+
+// Elements of two f32 tensors whose bits differ (-1: different sizes).
+int64_t differing_floats(const Tensor& a, const Tensor& b) {
+  if (a.numel() != b.numel()) return -1;
+  int64_t n = 0;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    n += std::memcmp(a.data<float>() + i, b.data<float>() + i, sizeof(float)) != 0;
+  return n;
+}
 
 TEST_F(MoeGroupedTest, RandomRoutingOverTokenCounts) {
   for (Fmt f : kFmts)
@@ -618,6 +643,47 @@ TEST_F(MoeGroupedTest, Fp8ActivationsOnTheWarpgroupMma) {
       "emulation %.2e (tolerance %.0e)\n",
       max_f8_err_, kTolFp8Act, max_f8_emulated_err_, kTolFp8ActEmulated);
   EXPECT_GT(f8_emulated_checks_, 0) << "no case was checked against the emulation";
+}
+
+// FP8 warpgroup-MMA GEMM with weight tiles by TMA (GroupedLaunch::wgmma_tma; tensor maps of
+// grouped_weight_tmaps): the same wgmma on the same values in the same order as the cp.async
+// kernel, so bit-identical to it, row-major and packed, both BN instances (D 384 / 640: down takes
+// 128 rows), several items per CTA, partial tiles, the hybrid.
+TEST_F(MoeGroupedTest, WarpgroupMmaTmaIsBitIdentical) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  const Launch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+  const Launch hy{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+  struct Case {
+    int64_t T, D, I, E, K;
+    Routing r;
+    Launch l;
+  };
+  const Case cases[] = {
+      {300, 256, 128, 8, 2, Routing::kRandom, tc}, {1000, 256, 128, 64, 3, Routing::kRandom, tc},
+      {77, 384, 256, 8, 3, Routing::kOne, tc},     {2500, 640, 640, 4, 2, Routing::kRandom, tc},
+      {400, 768, 512, 4, 2, Routing::kRandom, tc}, {200, 256, 128, 8, 2, Routing::kOne, hy}};
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (const Case& c : cases) {
+      Launch without = c.l, with = c.l;
+      without.wgmma_tma = false;
+      with.wgmma_tma = true;
+      const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, without);
+      const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, with);
+      EXPECT_EQ(differing_floats(a, b), 0)
+          << "T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+    }
+  }
+  // CudaOps: prepare_experts' maps (the harness checks they exist) under the heuristic's
+  // warpgroup-MMA launch (75 tokens per expert).
+  prepare_ = true;
+  Launch without = tc;
+  without.wgmma_tma = false;
+  EXPECT_EQ(differing_floats(check(Fmt::kFp8, 300, 256, 128, 8, 2),
+                             check(Fmt::kFp8, 300, 256, 128, 8, 2, Routing::kRandom, without)),
+            0);
+  prepare_ = false;
 }
 
 // CudaOps::set_moe_fp8_activations(false) (generate --moe-f16-activations): FP8 experts on the

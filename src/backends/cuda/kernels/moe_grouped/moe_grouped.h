@@ -107,6 +107,12 @@ struct GroupedLaunch {
   // 59.3 / 68.4 / 77.4 against 47.7 / 57.5 / 66.5 / 74.2% of 4.8 TB/s, dsv3 T 1..8 +1.7..+2.4
   // points, TP8 and EP8 T 1..64 +0.6..+1.9, T 128..256 within run-to-run noise.
   bool pipe_two_step = true;
+  // FP8 warpgroup-MMA GEMM (fp8_act): weight tiles by TMA (one thread, tensor maps of
+  // GroupedExperts::tmaps, which CudaOps::prepare_experts builds) instead of every thread's
+  // cp.async, where the experts have maps. Bit-identical results. H200 (docs/perf.md, 2026-12-02
+  // session 18): glm5 FP8 T 2048 / 4096 / 8192 3225 / 5163..5550 / 9053..9116 us -> 2994 /
+  // 4919..4987 / 7957..8222.
+  bool wgmma_tma = true;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
 };
 
@@ -183,6 +189,11 @@ struct MoeGemmParams {
   // between warps, and one arrival counter per warp of the grid, zero at launch.
   float* sk_partials = nullptr;
   int32_t* sk_counters = nullptr;
+  // FP8 warpgroup-MMA GEMM with FP8 activations: tensor maps (CUtensorMap, 128 bytes each, device
+  // memory) of the weights, map of matrix m of expert e at tmap + (m * tmap_e + e) * 128 bytes
+  // (grouped_weight_tmaps); null: the weights are copied by cp.async.
+  const void* tmap = nullptr;
+  int64_t tmap_e = 0;
 };
 
 // Stream-K workspace of a grouped call with launch `l` (all zero unless pipelined): one counter

@@ -232,6 +232,21 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_
 #endif
 }
 
+// One TMA tile of a 4-D tensor map (CUtensorMap, 128 bytes, 64-byte aligned, in global memory)
+// into shared memory at dst, completion counted in bytes on the mbarrier at bar.
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const void* tmap, int c0, int c1, int c2,
+                                            int c3, uint32_t bar) {
+#ifndef MOE_NO_BULK
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3, %4, %5}], [%6];" ::"r"(dst),
+      "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+#else
+  __trap();
+#endif
+}
+
 // Byte offset of 16-byte chunk `ch` of a staged 128-byte row `row`, XOR-swizzled over 8 rows
 // (ldmatrix conflict-free; the 128-byte-swizzle layout of wgmma's shared-memory descriptors).
 __device__ __forceinline__ uint32_t swz(int row, int ch) {

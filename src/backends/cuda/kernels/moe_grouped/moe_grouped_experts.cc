@@ -1,7 +1,12 @@
 // Grouped routed experts: weight resolution and the launch sequence (see the header).
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+
 #include <algorithm>
+#include <cstring>
 
 #include "core/check.h"
 
@@ -285,6 +290,10 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     if (f8) {
       p.act = q;
       p.act_scale = qs;
+      if (l.wgmma_tma && ge.tmaps != nullptr) {  // [gate E][up E][down E] maps
+        p.tmap = static_cast<const uint8_t*>(ge.tmaps) + (p.gate_up ? 0 : 2 * ge.E * 128);
+        p.tmap_e = ge.E;
+      }
     }
     launch_moe_gemm(p, l.wgmma ? l : lb, stream);
   };
@@ -312,6 +321,81 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
 
   launch_moe_combine(y, y_stride, s.out, p2.out_bf16, ids, ids_stride, T, ge.D, KS, ge.E, ge.shared,
                      accumulate, stream);
+}
+
+namespace {
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tmap_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+}  // namespace
+
+std::vector<uintptr_t> grouped_tmap_key(const GroupedExperts& ge) {
+  std::vector<uintptr_t> k = {static_cast<uintptr_t>(ge.fmt), static_cast<uintptr_t>(ge.D),
+                              static_cast<uintptr_t>(ge.I), static_cast<uintptr_t>(ge.E),
+                              static_cast<uintptr_t>(ge.gate_up.packed)};
+  for (int64_t e = 0; e < ge.E; ++e)
+    for (const void* w : {ge.gate_up.w[0][e], ge.gate_up.w[1][e], ge.down.w[0][e]})
+      k.push_back(reinterpret_cast<uintptr_t>(w));
+  return k;
+}
+
+bool grouped_weight_tmaps(const GroupedExperts& ge, std::vector<uint8_t>* out, std::string* why) {
+  static_assert(sizeof(CUtensorMap) == 128);
+  if (ge.fmt != GroupedFmt::kFp8Block) {
+    *why = "tensor maps are for FP8 block-128 experts";
+    return false;
+  }
+  if (ge.D % 128 != 0 || ge.I % 128 != 0) {
+    *why = "D and I must be multiples of 128";
+    return false;
+  }
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tmap_encoder();
+  if (encode == nullptr) {
+    *why = "the driver has no cuTensorMapEncodeTiled";
+    return false;
+  }
+  out->assign(static_cast<size_t>(3 * ge.E) * 128, 0);
+  // A matrix of N rows x Kd FP8 bytes as 4-D (64 bytes of k, 16 rows, N / 16 row blocks, Kd / 64
+  // k blocks), the packed layout's 16-row x 64-byte blocks (dequant_bits.h) or row-major; a box
+  // of 128 rows x 128 k lands in shared memory as two k halves of [128 rows][64 bytes], 64-byte
+  // swizzled (the FP8 wgmma kernel's B operand).
+  auto encode_one = [&](int idx, const MoeGemmParams& p, int m, int64_t e) {
+    const int64_t N = p.N, Kd = p.Kd;
+    const cuuint64_t dims[4] = {64, 16, static_cast<cuuint64_t>(N / 16),
+                                static_cast<cuuint64_t>(Kd / 64)};
+    const cuuint64_t strides[3] = {static_cast<cuuint64_t>(p.packed ? 64 : Kd),
+                                   static_cast<cuuint64_t>(p.packed ? (Kd / 64) * 1024 : 16 * Kd),
+                                   static_cast<cuuint64_t>(p.packed ? 1024 : 64)};
+    const cuuint32_t box[4] = {64, 16, 8, 2}, elem[4] = {1, 1, 1, 1};
+    CUtensorMap map;
+    const CUresult r =
+        encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, const_cast<void*>(p.w[m][e]), dims, strides,
+               box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+      *why = "cuTensorMapEncodeTiled failed (" + std::to_string(static_cast<int>(r)) +
+             ") for expert " + std::to_string(e);
+      return false;
+    }
+    std::memcpy(out->data() + static_cast<size_t>(idx) * 128, &map, 128);
+    return true;
+  };
+  for (int64_t e = 0; e < ge.E; ++e)
+    if (!encode_one(static_cast<int>(e), ge.gate_up, 0, e) ||
+        !encode_one(static_cast<int>(ge.E + e), ge.gate_up, 1, e) ||
+        !encode_one(static_cast<int>(2 * ge.E + e), ge.down, 0, e))
+      return false;
+  return true;
 }
 
 }  // namespace moe::cuda

@@ -5,6 +5,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.h"
 #include "ops/ops.h"
@@ -20,7 +21,19 @@ struct GroupedExperts {
   int64_t slots(int64_t K) const { return K + (shared ? 1 : 0); }
   MoeGemmParams gate_up;  // w[0]/w[1] = gate/up per expert (+ scales)
   MoeGemmParams down;     // w[0] = down per expert (+ scales)
+  // Device memory holding grouped_weight_tmaps(*this) (owned by the caller; null: none): the FP8
+  // warpgroup-MMA GEMM loads weight tiles by TMA with them (GroupedLaunch::wgmma_tma).
+  const void* tmaps = nullptr;
 };
+
+// Tensor maps of every expert's weights for the FP8 warpgroup-MMA GEMM's TMA loads: [gate E][up
+// E][down E] CUtensorMap (128 bytes each) into `out`, for the caller to copy to device memory
+// (64-byte aligned) and set ge.tmaps. False with the reason in *why if the experts are not FP8
+// block-128, a shape does not tile (N and K multiples of 128), or the driver refuses a map.
+bool grouped_weight_tmaps(const GroupedExperts& ge, std::vector<uint8_t>* out, std::string* why);
+// What tensor maps of `ge` depend on (format, shapes, layout, every weight pointer): maps built
+// for one table serve another only if their keys are equal.
+std::vector<uintptr_t> grouped_tmap_key(const GroupedExperts& ge);
 
 // Largest power of two <= 16 dividing every weight and scale pointer of p's experts (null scale
 // pointers count as aligned); resolve_grouped_experts stores it in weight_align.

@@ -49,20 +49,30 @@ void launch_wgmma_fmt(const MoeGemmParams& p, const GroupedLaunch& l, Stream str
 // FP8 weights with FP8 activations (p.act_scale): 256 weight rows per CTA like the F16 kernel
 // (gate_up: 128 gate + 128 up, whole 128-row scale blocks), 128 for a down GEMM whose D is not a
 // multiple of 256.
+// With tensor maps (p.tmap, GroupedLaunch::wgmma_tma) the weights come by TMA.
 template <int BN>
 void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   using wgmma_gemm::moe_wgmma_gemm_kernel;
   constexpr GroupedFmt F = GroupedFmt::kFp8Block;
+  const bool tma = p.tmap != nullptr;
   auto go = [&](auto k) {
-    launch_persistent(
-        k, p, wgmma_gemm::kThreads, wgmma_gemm::kSmemBytesF8<BN>, l.sm_count, l.ctas_per_sm,
-        p.gate_up ? "moe_grouped/wgmma_f8_gate_up" : "moe_grouped/wgmma_f8_down", stream);
+    launch_persistent(k, p, wgmma_gemm::kThreads,
+                      tma ? wgmma_gemm::kSmemBytesF8Tma<BN> : wgmma_gemm::kSmemBytesF8<BN>,
+                      l.sm_count, l.ctas_per_sm,
+                      p.gate_up ? "moe_grouped/wgmma_f8_gate_up" : "moe_grouped/wgmma_f8_down",
+                      stream);
   };
-  if constexpr (BN == 256)
-    p.gate_up ? go(moe_wgmma_gemm_kernel<F, BN, true, true>)
-              : go(moe_wgmma_gemm_kernel<F, BN, false, true>);
-  else
-    go(moe_wgmma_gemm_kernel<F, BN, false, true>);
+  if constexpr (BN == 256) {
+    if (tma)
+      p.gate_up ? go(moe_wgmma_gemm_kernel<F, BN, true, true, true>)
+                : go(moe_wgmma_gemm_kernel<F, BN, false, true, true>);
+    else
+      p.gate_up ? go(moe_wgmma_gemm_kernel<F, BN, true, true>)
+                : go(moe_wgmma_gemm_kernel<F, BN, false, true>);
+  } else {
+    tma ? go(moe_wgmma_gemm_kernel<F, BN, false, true, true>)
+        : go(moe_wgmma_gemm_kernel<F, BN, false, true>);
+  }
 }
 void launch_wgmma_f8(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   MOE_CHECK(p.Kd % 128 == 0 && p.N % 128 == 0) << "moe_wgmma_gemm (FP8 activations): N " << p.N
@@ -79,6 +89,8 @@ void launch_wgmma(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream)
   if (p.act_scale != nullptr) {
     MOE_CHECK(static_cast<GroupedFmt>(p.fmt) == GroupedFmt::kFp8Block)
         << "moe_wgmma_gemm: FP8 activations need FP8 weights (format " << p.fmt << ")";
+    MOE_CHECK(p.tmap == nullptr || (p.tmap_e > 0 && reinterpret_cast<uintptr_t>(p.tmap) % 64 == 0))
+        << "moe_wgmma_gemm: tensor maps must be 64-byte aligned, with their expert count";
     return launch_wgmma_f8(p, l, stream);
   }
   switch (static_cast<GroupedFmt>(p.fmt)) {
@@ -101,7 +113,10 @@ int wgmma_regs() {
   if constexpr (F == GroupedFmt::kFp8Block)
     r = std::max({r, kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, true>),
                   kernel_regs(moe_wgmma_gemm_kernel<F, 256, false, true>),
-                  kernel_regs(moe_wgmma_gemm_kernel<F, 128, false, true>)});
+                  kernel_regs(moe_wgmma_gemm_kernel<F, 128, false, true>),
+                  kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, true, true>),
+                  kernel_regs(moe_wgmma_gemm_kernel<F, 256, false, true, true>),
+                  kernel_regs(moe_wgmma_gemm_kernel<F, 128, false, true, true>)});
   return r;
 }
 

@@ -26,6 +26,10 @@
 // kernel (4 stages; 128 and 6 stages for a down GEMM with D % 256 != 0), scales loaded a stage
 // ahead. (H200, glm5 FP8 T 2048 / 4096 / 8192: 5487 / 9044 / 15343 us with F16 activations ->
 // 3380 / 5289 / 9484; docs/perf.md 2026-12-01.)
+// With tensor maps of the weights (MoeGemmParams::tmap: FP8 weights, FP8 activations; built by
+// grouped_weight_tmaps, CudaOps::prepare_experts), thread 0 loads each stage's weight rows as TMA
+// tiles of 128 rows x 128 k onto the stage's mbarrier instead of every thread's cp.async (glm5 T
+// 8192 9.1 -> 8.0-8.2 ms on the H200); activations stay on cp.async (gathered rows).
 // Deterministic: every output element is written once.
 #pragma once
 
@@ -59,6 +63,10 @@ template <int BN>
 constexpr int kSmemBytes = kStages* kStageBytes<BN> + 1024;  // + alignment of the swizzle atoms
 template <int BN>
 constexpr int kSmemBytesF8 = kStagesF8<BN>* kStageBytes<BN> + 1024;
+// TMA (weights by tensor maps): one mbarrier per stage after the ring.
+template <int BN>
+constexpr int kSmemBytesF8Tma = kSmemBytesF8<BN> + 64;
+static_assert(kSmemBytesF8Tma<256> <= 232448 && kSmemBytesF8Tma<128> <= 232448);
 static_assert(kSmemBytesF8<128> <= kSmemBytes<256> && kSmemBytesF8<256> == kSmemBytes<256>);
 static_assert(kSmemBytes<256> == grouped_wgmma_smem_bytes(256) &&
               kSmemBytes<128> == grouped_wgmma_smem_bytes(128));
@@ -71,6 +79,12 @@ static_assert(kSmemBytes<256> == grouped_wgmma_smem_bytes(256) &&
 __device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
   return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (uint64_t{1} << 16) |
          (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
+}
+// The same for 64-byte rows, 64-byte swizzle (8-row atoms 512 bytes apart): the weight tiles the
+// TMA kernel's tensor maps deliver.
+__device__ __forceinline__ uint64_t smem_desc_sw64(uint32_t addr) {
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (uint64_t{1} << 16) |
+         (uint64_t{512 >> 4} << 32) | (uint64_t{2} << 62);
 }
 __device__ __forceinline__ void wgmma_fence() {
 #ifdef MOE_WGMMA_ENABLED
@@ -301,10 +315,17 @@ struct WRegs {
 // a partial sum, which is then scaled by (activation scale of its token) x (weight scale of its
 // 128-row block) and added to the F32 accumulators while the tensor cores run the next quarter
 // (two partial-sum buffers).
-template <GroupedFmt F, int BN, bool GU, bool F8 = false>
+//
+// TMA (F8 only): thread 0 loads each stage's weights with TMA tiles of 128 rows x 128 k (tensor
+// maps p.tmap, grouped_weight_tmaps) onto the stage's mbarrier instead of every thread's cp.async;
+// a tile lands as two k halves of [128 rows][64 bytes], 64-byte swizzled, and gate_up stages 128
+// gate then 128 up rows (not interleaved): quarters 0-1 gate, 2-3 up. The same wgmma on the same
+// values in the same order: bit-identical to the cp.async kernel.
+template <GroupedFmt F, int BN, bool GU, bool F8 = false, bool TMA = false>
 __global__ void __launch_bounds__(kThreads, 1)
     moe_wgmma_gemm_kernel(const __grid_constant__ MoeGemmParams p) {
   static_assert(!F8 || F == GroupedFmt::kFp8Block);
+  static_assert(!TMA || (F8 && (BN == 256 || !GU)));
   constexpr int kAStage = kBM * kRowBytes;
   constexpr int kNAcc = BN / 2;  // f32 accumulators per thread (m64nBN over 128 threads)
   constexpr int kChunks = kWRowBytes<F, F8> / 16;
@@ -333,13 +354,38 @@ __global__ void __launch_bounds__(kThreads, 1)
     return (ks * kWRowBytes<F, F8> / 64) * w_kstep + (ks * kWRowBytes<F, F8>) % 64;
   };
   const uint32_t a_dst = swz(tid >> 3, tid & 7);
+  // TMA: stage s's mbarrier (one arrival: thread 0's expect_tx); bit s of `phase`: the parity of
+  // its next completion.
+  const uint32_t bars = smem_s + kSt * kStageBytes<BN>;
+  uint32_t phase = 0;
+  if constexpr (TMA) {
+    if (tid == 0) {
+      for (int st = 0; st < kSt; ++st) grouped::mbar_init(bars + 8 * st, 1);
+      grouped::mbar_init_fence();
+    }
+    __syncthreads();
+  }
 
   auto load_a = [&](const ItemSrc<F, BN, GU, F8>& s, int64_t ks, int stage) {
     const uint32_t base = smem_s + stage * kStageBytes<BN>;
 #pragma unroll
     for (int i = 0; i < kBM / 32; ++i)
       cp_async16(base + a_dst + i * 32 * kRowBytes, s.a[i] + ks * kRowBytes);
-    if constexpr (!kQuant) {
+    if constexpr (TMA) {
+      // Boxes of 128 rows: gate_up gate, up (n-block nblk); down rows nblk * BN + 128 b.
+      if (tid == 0) {
+        const uint32_t bar = bars + 8 * stage;
+        grouped::mbar_arrive_expect_tx(bar, BN * 128);
+#pragma unroll
+        for (int b = 0; b < BN / 128; ++b) {
+          const int m = GU ? b : 0;
+          const int64_t row0 = GU ? s.nblk * 128 : s.nblk * BN + 128 * b;
+          grouped::tma_load_4d(base + kAStage + b * 16384,
+                               static_cast<const uint8_t*>(p.tmap) + (m * p.tmap_e + s.e) * 128, 0,
+                               0, static_cast<int>(row0 / 16), static_cast<int>(2 * ks), bar);
+        }
+      }
+    } else if constexpr (!kQuant) {
 #pragma unroll
       for (int i = 0; i < kWLoads<F, BN, F8>; ++i) {
         const int u = tid + i * kThreads;
@@ -439,7 +485,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (F8 && ks + 1 < ksteps) load_scales(ks + 1);
       cp_async_wait<kAh - 1>();
       fence_proxy_async();
-      __syncthreads();  // stage ks visible to all; the wgmma of ks - 2 are done in every warp
+      __syncthreads();      // stage ks visible to all; the wgmma of ks - 2 are done in every warp
+      if constexpr (TMA) {  // the stage's weight tiles
+        grouped::mbar_wait(bars + 8 * stage, (phase >> stage) & 1u);
+        phase ^= 1u << stage;
+      }
       {
         const int64_t nk = ks + kAh;
         int ns = stage + kAh;
@@ -456,8 +506,14 @@ __global__ void __launch_bounds__(kThreads, 1)
         // Quarter qd: staged rows 64 qd.. (64 rows x 128 B = 512 x 16 B) into part[qd & 1].
         auto issue = [&](int qd) {
 #pragma unroll
-          for (int kk = 0; kk < 4; ++kk)
-            wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
+          for (int kk = 0; kk < 4; ++kk) {
+            // TMA: quarter qd in box qd / 2 (16 KB), rows 64 (qd % 2) (4 KB), k half kk / 2
+            // (8 KB), 32 bytes into the 64-byte rows for odd kk.
+            const uint64_t b = TMA ? smem_desc_sw64(sb + (qd >> 1) * 16384 + (qd & 1) * 4096 +
+                                                    (kk >> 1) * 8192 + (kk & 1) * 32)
+                                   : db + 512 * qd + 2 * kk;
+            wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, b, kk);
+          }
           wgmma_commit();
         };
 #else
@@ -471,7 +527,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
           for (int i = 0; i < 32; ++i) {
             const int j = 8 * qd + i / 4, q = i % 4;
-            const int m = GU ? (j & 1) : (BN == 256 ? j / 16 : 0);
+            const int m = GU && !TMA ? (j & 1) : (BN == 256 ? j / 16 : 0);
             acc[32 * qd + i] = fmaf(part[qd & 1][i], sc[2 * m + (q >> 1)], acc[32 * qd + i]);
           }
         };
@@ -526,8 +582,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           float hv[2];
 #pragma unroll
           for (int q = 0; q < 2; ++q) {
-            const float gv = acc[4 * (2 * j) + 2 * hh + q] * gsc[0],
-                        uv = acc[4 * (2 * j + 1) + 2 * hh + q] * gsc[1];
+            // Gate and up of column col0 + 8 j + q: interleaved by 8 rows, or (TMA) 128 apart.
+            const int jg = TMA ? j : 2 * j, ju = TMA ? j + BN / 16 : 2 * j + 1;
+            const float gv = acc[4 * jg + 2 * hh + q] * gsc[0],
+                        uv = acc[4 * ju + 2 * hh + q] * gsc[1];
             hv[q] = gv / (1.f + __expf(-gv)) * uv;
           }
           const int64_t col = col0 + j * 8;
