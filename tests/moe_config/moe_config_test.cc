@@ -367,35 +367,34 @@ TEST(MoeConfig, ExpectedTilesOfUniformRouting) {
 TEST(MoeConfig, PipeR2NeedsRoundsOfItems) {
   GroupedLaunch l;
   l.nb = 1, l.warps_per_cta = 4, l.ctas_per_sm = 4, l.sm_count = 132, l.pipelined = true;
+  l.pipe_two_step = false;  // the rounds rule for both GEMMs
   const GroupedFmt f = GroupedFmt::kNvfp4;
   auto tiles = [](int64_t T) { return grouped_expected_tiles(T, 8, 256, false, 8); };
-  EXPECT_FALSE(grouped_pipe_r2(l, f, 2048, true, false, tiles(8)));
-  EXPECT_FALSE(grouped_pipe_r2(l, f, 6144, false, false, tiles(8)));
-  EXPECT_TRUE(grouped_pipe_r2(l, f, 2048, true, false, tiles(16)));
-  EXPECT_TRUE(grouped_pipe_r2(l, f, 6144, false, false, tiles(64)));
+  EXPECT_FALSE(grouped_pipe_r2(l, f, 2048, true, tiles(8)));
+  EXPECT_FALSE(grouped_pipe_r2(l, f, 6144, false, tiles(8)));
+  EXPECT_TRUE(grouped_pipe_r2(l, f, 2048, true, tiles(16)));
+  EXPECT_TRUE(grouped_pipe_r2(l, f, 6144, false, tiles(64)));
   // The boundary: 3 rounds of the grid's 2112 warps.
-  EXPECT_TRUE(grouped_pipe_r2(l, f, 2048, true, false, 3.0 * 2112 / 64));
-  EXPECT_FALSE(grouped_pipe_r2(l, f, 2048, true, false, 3.0 * 2112 / 64 - 0.01));
-  EXPECT_FALSE(grouped_pipe_r2(l, GroupedFmt::kFp8Block, 2048, true, false, tiles(64)));
-  EXPECT_FALSE(grouped_pipe_r2(l, GroupedFmt::kBf16, 2048, true, false, tiles(64)));
-  EXPECT_FALSE(grouped_pipe_r2(l, f, 2048 + 16, true, false, tiles(64)));   // N % 32
-  EXPECT_FALSE(grouped_pipe_r2(l, f, 6144 + 32, false, false, tiles(64)));  // N % 64
+  EXPECT_TRUE(grouped_pipe_r2(l, f, 2048, true, 3.0 * 2112 / 64));
+  EXPECT_FALSE(grouped_pipe_r2(l, f, 2048, true, 3.0 * 2112 / 64 - 0.01));
+  EXPECT_FALSE(grouped_pipe_r2(l, GroupedFmt::kFp8Block, 2048, true, tiles(64)));
+  EXPECT_FALSE(grouped_pipe_r2(l, GroupedFmt::kBf16, 2048, true, tiles(64)));
+  EXPECT_FALSE(grouped_pipe_r2(l, f, 2048 + 16, true, tiles(64)));   // N % 32
+  EXPECT_FALSE(grouped_pipe_r2(l, f, 6144 + 32, false, tiles(64)));  // N % 64
   GroupedLaunch o = l;
   o.nb = 2;
-  EXPECT_FALSE(grouped_pipe_r2(o, f, 2048, true, false, tiles(64)));
+  EXPECT_FALSE(grouped_pipe_r2(o, f, 2048, true, tiles(64)));
   o = l;
   o.pipelined = false;
-  EXPECT_FALSE(grouped_pipe_r2(o, f, 2048, true, false, tiles(64)));
-  // Packed weights: gate_up's ring runs two-step stages, which items of two sub-blocks do not
-  // have, so gate_up keeps items of one sub-block at every T; down keeps the rule.
-  EXPECT_FALSE(grouped_pipe_r2(l, f, 2048, true, true, tiles(64)));
-  EXPECT_FALSE(grouped_pipe_r2(l, f, 2048, true, true, 100.0 * 2112 / 64));
-  EXPECT_TRUE(grouped_pipe_r2(l, f, 6144, false, true, tiles(64)));
-  EXPECT_FALSE(grouped_pipe_r2(l, f, 6144, false, true, tiles(8)));
-  o = l;
-  o.pipe_two_step = false;  // no two-step stages: gate_up back on the rounds rule
-  EXPECT_TRUE(grouped_pipe_r2(o, f, 2048, true, true, tiles(64)));
-  EXPECT_FALSE(grouped_pipe_r2(o, f, 2048, true, true, tiles(8)));
+  EXPECT_FALSE(grouped_pipe_r2(o, f, 2048, true, tiles(64)));
+  // With two-step stages (the launch's default), gate_up keeps items of one sub-block at every
+  // T whatever the layout; down keeps the rule.
+  GroupedLaunch t = l;
+  t.pipe_two_step = true;
+  EXPECT_FALSE(grouped_pipe_r2(t, f, 2048, true, tiles(64)));
+  EXPECT_FALSE(grouped_pipe_r2(t, f, 2048, true, 100.0 * 2112 / 64));
+  EXPECT_TRUE(grouped_pipe_r2(t, f, 6144, false, tiles(64)));
+  EXPECT_FALSE(grouped_pipe_r2(t, f, 6144, false, tiles(8)));
 }
 
 // Two-step stages: the NVFP4 ring with 8-token tiles, packed weights and items of one sub-block,

@@ -38,11 +38,11 @@ double grouped_expected_tiles(int64_t T, int64_t K, int64_t E, bool shared, int 
   return tiles + static_cast<double>(er) * per;
 }
 
-bool grouped_pipe_r2(const GroupedLaunch& l, GroupedFmt f, int64_t N, bool gate_up, bool packed,
+bool grouped_pipe_r2(const GroupedLaunch& l, GroupedFmt f, int64_t N, bool gate_up,
                      double expected_tiles) {
   const int64_t rows2 = grouped_pipe_r2_rows(gate_up);
   if (!grouped_pipe_r2_kernel(l, f) || N % rows2 != 0) return false;
-  if (gate_up && grouped_pipe_two_step(l, f, packed, false)) return false;
+  if (gate_up && l.pipe_two_step) return false;
   const double warps = static_cast<double>(l.sm_count) * l.ctas_per_sm * l.warps_per_cta;
   return expected_tiles * static_cast<double>(N / rows2) >= kGroupedPipeR2MinRounds * warps;
 }

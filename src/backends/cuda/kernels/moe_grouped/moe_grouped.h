@@ -221,13 +221,14 @@ double grouped_expected_tiles(int64_t T, int64_t K, int64_t E, bool shared, int 
 // `expected_tiles` tiles (grouped_expected_tiles). Measured on the H200 (docs/perf.md, 2026-12-01
 // session 14; glm5 / dsv3 / TP8 / EP8 NVFP4, same routing): T 16..128 1-9% faster (half the
 // activation loads per weight byte); with fewer items per warp (glm5 T 8, 1.7 rounds of gate_up
-// items; EP8 T 32..64, under one) 2-5% slower: coarser stream-K splits. Not for gate_up where
-// the ring runs two-step stages (`packed` weights, GroupedLaunch::pipe_two_step, which items of
-// two sub-blocks do not have): there gate_up's one-sub-block items are 0..3 points faster at every
-// T (glm5 / dsv3 T 16 +2.9 / +1.8; docs/perf.md 2026-12-02 session 18), while down keeps the rule
-// (TP8's down, 2 k-steps per item, +0.8..+2.5).
+// items; EP8 T 32..64, under one) 2-5% slower: coarser stream-K splits. Not for gate_up when
+// the launch has two-step stages (GroupedLaunch::pipe_two_step, which items of two sub-blocks do
+// not have): there gate_up's one-sub-block items are 0..3 points faster at every T (glm5 / dsv3
+// T 16 +2.9 / +1.8; docs/perf.md 2026-12-02 session 18), while down keeps the rule (TP8's down,
+// 2 k-steps per item, +0.8..+2.5). Independent of the weights' layout (two-step stages need
+// packed ones), so packed and row-major weights take the same items: bit-identical results.
 constexpr int kGroupedPipeR2MinRounds = 3;
-bool grouped_pipe_r2(const GroupedLaunch& l, GroupedFmt f, int64_t N, bool gate_up, bool packed,
+bool grouped_pipe_r2(const GroupedLaunch& l, GroupedFmt f, int64_t N, bool gate_up,
                      double expected_tiles);
 // Whether launch `l` runs a kernel that has two-sub-block items for format `f` (the NVFP4 ring
 // with 8-token tiles): the part of grouped_pipe_r2 that needs no tile count.

@@ -302,8 +302,8 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   GroupedLaunch lg = l, ld = l;
   if (l.pipe_r2 < 0 && grouped_pipe_r2_kernel(l, ge.fmt)) {
     const double tiles = grouped_expected_tiles(T, KS, ge.E, ge.shared, gp.tile_tokens);
-    lg.pipe_r2 = grouped_pipe_r2(l, ge.fmt, ge.I, true, ge.gate_up.packed, tiles);
-    ld.pipe_r2 = grouped_pipe_r2(l, ge.fmt, ge.D, false, ge.down.packed, tiles);
+    lg.pipe_r2 = grouped_pipe_r2(l, ge.fmt, ge.I, true, tiles);
+    ld.pipe_r2 = grouped_pipe_r2(l, ge.fmt, ge.D, false, tiles);
   }
   MoeGemmParams p1 = ge.gate_up;
   p1.act = s.xa;
