@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
 #include "backends/cuda/moe_config/moe_config.h"
 
 namespace moe::cuda {
@@ -450,6 +451,49 @@ TEST(MoeConfig, TuneCacheRoundTripAndFallback) {
   EXPECT_EQ(bad.select(h200, s), moe_heuristic_config(s, moe_limits(h200)));
   std::remove(path.c_str());
   EXPECT_TRUE(MoeTuneCache::load(path).ok());  // missing file: empty cache
+}
+
+// Tensor maps for the FP8 warpgroup-MMA GEMM's TMA loads: only FP8 block-128 experts with D and I
+// multiples of 128 (the reason says which); on a machine without the driver the encoder is
+// missing and the call says so instead of crashing. The key covers every weight pointer.
+TEST(MoeConfig, WeightTensorMapsNeedFp8ExpertsOfWholeTiles) {
+  static uint8_t w[6][256];
+  GroupedExperts ge;
+  ge.fmt = GroupedFmt::kFp8Block;
+  ge.D = 256, ge.I = 128, ge.E = 2;
+  for (MoeGemmParams* p : {&ge.gate_up, &ge.down}) {
+    p->gate_up = p == &ge.gate_up;
+    p->N = p->gate_up ? ge.I : ge.D;
+    p->Kd = p->gate_up ? ge.D : ge.I;
+  }
+  for (int e = 0; e < 2; ++e) {
+    ge.gate_up.w[0][e] = w[3 * e];
+    ge.gate_up.w[1][e] = w[3 * e + 1];
+    ge.down.w[0][e] = w[3 * e + 2];
+  }
+  std::vector<uint8_t> maps;
+  std::string why;
+  GroupedExperts bf16 = ge;
+  bf16.fmt = GroupedFmt::kBf16;
+  EXPECT_FALSE(grouped_weight_tmaps(bf16, &maps, &why));
+  EXPECT_NE(why.find("FP8"), std::string::npos) << why;
+  GroupedExperts odd = ge;
+  odd.D = 192;
+  why.clear();
+  EXPECT_FALSE(grouped_weight_tmaps(odd, &maps, &why));
+  EXPECT_NE(why.find("128"), std::string::npos) << why;
+  why.clear();
+  if (grouped_weight_tmaps(ge, &maps, &why))  // a driver: one 128-byte map per expert and matrix
+    EXPECT_EQ(maps.size(), 3u * 2 * 128);
+  else
+    EXPECT_NE(why.find("driver"), std::string::npos) << why;
+  GroupedExperts moved = ge;
+  moved.down.w[0][1] = w[0];
+  EXPECT_EQ(grouped_tmap_key(ge), grouped_tmap_key(GroupedExperts(ge)));
+  EXPECT_NE(grouped_tmap_key(ge), grouped_tmap_key(moved));
+  GroupedExperts repacked = ge;
+  repacked.gate_up.packed = repacked.down.packed = true;
+  EXPECT_NE(grouped_tmap_key(ge), grouped_tmap_key(repacked));
 }
 
 }  // namespace
