@@ -483,10 +483,11 @@ TEST(MoeConfig, WeightTensorMapsNeedFp8ExpertsOfWholeTiles) {
   EXPECT_FALSE(grouped_weight_tmaps(odd, &maps, &why));
   EXPECT_NE(why.find("128"), std::string::npos) << why;
   why.clear();
-  if (grouped_weight_tmaps(ge, &maps, &why))  // a driver: one 128-byte map per expert and matrix
+  if (grouped_weight_tmaps(ge, &maps, &why)) {  // a driver: one 128-byte map per expert, matrix
     EXPECT_EQ(maps.size(), 3u * 2 * 128);
-  else
+  } else {
     EXPECT_NE(why.find("driver"), std::string::npos) << why;
+  }
   GroupedExperts moved = ge;
   moved.down.w[0][1] = w[0];
   EXPECT_EQ(grouped_tmap_key(ge), grouped_tmap_key(GroupedExperts(ge)));

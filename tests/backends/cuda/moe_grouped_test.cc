@@ -167,8 +167,9 @@ class MoeGroupedTest : public ::testing::Test {
           EXPECT_EQ(w->layout, want_layout) << name(f);
       // FP8: tensor maps of the packed table for the warpgroup-MMA GEMM (none for the others).
       GroupedExperts packed;
-      if (grouped && resolve_grouped_experts(ew_d, D, &packed, &why))
+      if (grouped && resolve_grouped_experts(ew_d, D, &packed, &why)) {
         EXPECT_EQ(ops_->expert_tmaps(packed) != nullptr, f == Fmt::kFp8) << name(f);
+      }
       if (shd) {  // packed when the grouped kernels run it (with the routed experts or alone)
         for (const ops::Weight* w : {&sh_d.gate, &sh_d.up, &sh_d.down}) {
           EXPECT_EQ(w->layout,
