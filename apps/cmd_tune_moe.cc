@@ -190,6 +190,20 @@ int cmd_tune_moe(int argc, char** argv, int first) {
         std::fprintf(stderr, "tune-moe: %s: the shared expert runs apart: %s\n", fname.c_str(),
                      why.c_str());
     }
+    // FP8: tensor maps of each table, as CudaOps::prepare_experts builds them for the engine
+    // (the warpgroup-MMA GEMM loads weight tiles by TMA), so the candidates run what it runs.
+    auto add_tmaps = [&](cuda::GroupedExperts& g) {
+      std::vector<uint8_t> maps;
+      std::string no;
+      g.tmaps = nullptr;
+      if (!cuda::grouped_weight_tmaps(g, &maps, &no)) return;
+      void* d = wb.get(maps.size(), 0);
+      if (d != nullptr &&
+          ok(cudaMemcpy(d, maps.data(), maps.size(), cudaMemcpyHostToDevice), "tensor maps"))
+        g.tmaps = d;
+    };
+    add_tmaps(*ge);
+    add_tmaps(*gf);
     for (const std::string& ts : split(tokens)) {
       const int64_t T = std::max<int64_t>(1, std::atoll(ts.c_str()));
       const cuda::GroupedExperts& g = folds && T <= cuda::moe_shared_fold_max_tokens(f) ? *gf : *ge;
