@@ -39,6 +39,16 @@ __global__ void __launch_bounds__(256) fill_kernel(uint8_t* p, size_t n, uint32_
   }
 }
 
+// Device 0's properties into *prop if it is sm_90 or later (bulk copies, mbarriers); else false
+// after saying so on stderr for `prog`.
+inline bool sm90_device(const char* prog, cudaDeviceProp* prop) {
+  CK(cudaGetDeviceProperties(prop, 0));
+  if (prop->major >= 9) return true;
+  std::fprintf(stderr, "%s: needs compute capability 9.0 or later; %s is %d.%d\n", prog, prop->name,
+               prop->major, prop->minor);
+  return false;
+}
+
 inline void fill(void* p, size_t n, uint32_t seed, int kind, cudaStream_t s = nullptr) {
   fill_kernel<<<2048, 256, 0, s>>>(static_cast<uint8_t*>(p), n, seed, kind);
   CK(cudaGetLastError());

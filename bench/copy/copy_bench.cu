@@ -82,13 +82,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 int main() {
   cudaDeviceProp prop{};
-  CK(cudaGetDeviceProperties(&prop, 0));
-  if (prop.major < 9) {
-    std::fprintf(stderr,
-                 "copy_bench: needs compute capability 9.0 or later (bulk copies); %s is %d.%d\n",
-                 prop.name, prop.major, prop.minor);
-    return 1;
-  }
+  if (!moe::bench::sm90_device("copy_bench", &prop)) return 1;
   const int sms = prop.multiProcessorCount;
   const int64_t total = int64_t{4} << 30, slice = total / sms / kStage * kStage;
   const int64_t l2_bytes = int64_t{8} << 20;

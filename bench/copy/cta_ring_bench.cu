@@ -173,12 +173,7 @@ int main(int argc, char** argv) {
   }
   if (alus.empty()) alus.push_back(0);
   cudaDeviceProp prop{};
-  CK(cudaGetDeviceProperties(&prop, 0));
-  if (prop.major < 9) {
-    std::fprintf(stderr, "cta_ring_bench: needs compute capability 9.0 or later; %s is %d.%d\n",
-                 prop.name, prop.major, prop.minor);
-    return 1;
-  }
+  if (!moe::bench::sm90_device("cta_ring_bench", &prop)) return 1;
   const int sms = prop.multiProcessorCount;
   const int64_t smem_sm = static_cast<int64_t>(prop.sharedMemPerMultiprocessor);
   uint8_t* buf = nullptr;

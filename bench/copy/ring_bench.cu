@@ -281,12 +281,7 @@ int main(int argc, char** argv) {
     }
   }
   cudaDeviceProp prop{};
-  CK(cudaGetDeviceProperties(&prop, 0));
-  if (prop.major < 9) {
-    std::fprintf(stderr, "ring_bench: needs compute capability 9.0 or later; %s is %d.%d\n",
-                 prop.name, prop.major, prop.minor);
-    return 1;
-  }
+  if (!moe::bench::sm90_device("ring_bench", &prop)) return 1;
   const int sms = prop.multiProcessorCount;
   uint8_t* buf = nullptr;
   int* tbl = nullptr;
