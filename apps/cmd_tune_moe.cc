@@ -193,14 +193,9 @@ int cmd_tune_moe(int argc, char** argv, int first) {
     // FP8: tensor maps of each table, as CudaOps::prepare_experts builds them for the engine
     // (the warpgroup-MMA GEMM loads weight tiles by TMA), so the candidates run what it runs.
     auto add_tmaps = [&](cuda::GroupedExperts& g) {
-      std::vector<uint8_t> maps;
       std::string no;
-      g.tmaps = nullptr;
-      if (!cuda::grouped_weight_tmaps(g, &maps, &no)) return;
-      void* d = wb.get(maps.size(), 0);
-      if (d != nullptr &&
-          ok(cudaMemcpy(d, maps.data(), maps.size(), cudaMemcpyHostToDevice), "tensor maps"))
-        g.tmaps = d;
+      g.tmaps = cuda::upload_grouped_tmaps(
+          g, [&](size_t n) { return wb.get(n, 0); }, &no);
     };
     add_tmaps(*ge);
     add_tmaps(*gf);

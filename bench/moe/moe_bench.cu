@@ -412,14 +412,16 @@ int main(int argc, char** argv) {
       }
       // FP8: tensor maps of the weights for the warpgroup-MMA GEMM's TMA loads (--tma).
       for (GroupedExperts* g : {ge.get(), gs.get()}) {
-        std::vector<uint8_t> maps;
         std::string no;
-        if (g->E > 0 && grouped_weight_tmaps(*g, &maps, &no)) {
-          void* d = nullptr;
-          CK(cudaMalloc(&d, maps.size()));
-          CK(cudaMemcpy(d, maps.data(), maps.size(), cudaMemcpyHostToDevice));
-          g->tmaps = d;
-        }
+        if (g->E > 0)
+          g->tmaps = upload_grouped_tmaps(
+              *g,
+              [](size_t n) {
+                void* d = nullptr;
+                CK(cudaMalloc(&d, n));
+                return d;
+              },
+              &no);
       }
       for (const std::string& rname : routings) {
         for (int64_t T : tokens) {

@@ -152,14 +152,18 @@ void CudaOps::prepare_experts(std::span<ops::ExpertWeights> experts, ops::Expert
   // FP8: tensor maps of the packed weights for the warpgroup-MMA GEMM (routed table; shared
   // expert alone), replacing maps of an earlier table with the same key.
   auto add_tmaps = [&](const GroupedExperts& g) {
-    std::vector<uint8_t> maps;
+    Tensor d;
     std::string no;
-    if (!grouped_weight_tmaps(g, &maps, &no)) return;
+    if (!upload_grouped_tmaps(
+            g,
+            [&](size_t n) {
+              d = allocate({static_cast<int64_t>(n)}, DType::kU8, false);
+              return static_cast<void*>(d.data<uint8_t>());
+            },
+            &no))
+      return;
     std::vector<uintptr_t> key = grouped_tmap_key(g);
     std::erase_if(expert_tmaps_, [&](const ExpertTmaps& t) { return t.key == key; });
-    Tensor d = allocate({static_cast<int64_t>(maps.size())}, DType::kU8, false);
-    MOE_CUDA_CHECK(cudaMemcpy(d.data<uint8_t>(), maps.data(), maps.size(), cudaMemcpyHostToDevice),
-                   "prepare_experts");
     expert_tmaps_.push_back({std::move(key), std::move(d)});
   };
   GroupedExperts packed, shared_packed;

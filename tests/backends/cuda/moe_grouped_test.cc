@@ -3,6 +3,8 @@
 // tokens on one expert, every token-tile width, and the tensor-core tile GEMM (BF16). The grouped
 // path rounds activations to BF16 (BF16 weights) or F16 (quantized weights), hence the 1e-2-level
 // tolerance.
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -220,15 +222,17 @@ class MoeGroupedTest : public ::testing::Test {
       GroupedLaunch l = *launch;
       // Weight tiles by TMA (FP8 warpgroup-MMA GEMM with FP8 activations): the tensor maps in
       // device memory.
-      TensorView tmaps;
       if (l.wgmma_tma && f == Fmt::kFp8 && l.fp8_act && (l.wgmma || l.wgmma_min_tokens > 0)) {
-        std::vector<uint8_t> maps;
-        EXPECT_TRUE(grouped_weight_tmaps(*ge, &maps, &why)) << why;
-        if (!why.empty()) return Tensor();
-        Tensor hm = Tensor::empty({static_cast<int64_t>(maps.size())}, DType::kU8);
-        std::memcpy(hm.data<uint8_t>(), maps.data(), maps.size());
-        tmaps = dev_->to_device(hm);
-        ge->tmaps = tmaps.raw();
+        ge->tmaps = upload_grouped_tmaps(
+            *ge,
+            [&](size_t n) {
+              TensorView d = dev_->poisoned({static_cast<int64_t>(n)}, DType::kU8);
+              cudaStreamSynchronize(ops_->stream());  // the poison lands before the maps
+              return static_cast<void*>(d.data<uint8_t>());
+            },
+            &why);
+        EXPECT_NE(ge->tmaps, nullptr) << why;
+        if (ge->tmaps == nullptr) return Tensor();
       }
       // sm_override_: a smaller grid than the device's (other stream-K splits).
       l.sm_count = sm_override_ > 0 ? sm_override_ : ops_->device().sm_count;

@@ -339,6 +339,26 @@ PFN_cuTensorMapEncodeTiled_v12000 tmap_encoder() {
 }
 }  // namespace
 
+const void* upload_grouped_tmaps(const GroupedExperts& ge,
+                                 const std::function<void*(size_t)>& alloc, std::string* why) {
+  std::vector<uint8_t> maps;
+  if (!grouped_weight_tmaps(ge, &maps, why)) return nullptr;
+  void* d = alloc(maps.size());
+  if (d == nullptr) {
+    *why = "no device memory for the tensor maps";
+    return nullptr;
+  }
+  // From pageable memory cudaMemcpy may return before the DMA lands; the sync of its (legacy)
+  // stream makes the maps complete for kernels on any stream.
+  cudaError_t e = cudaMemcpy(d, maps.data(), maps.size(), cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(nullptr);
+  if (e != cudaSuccess) {
+    *why = std::string("copying the tensor maps: ") + cudaGetErrorString(e);
+    return nullptr;
+  }
+  return d;
+}
+
 std::vector<uintptr_t> grouped_tmap_key(const GroupedExperts& ge) {
   std::vector<uintptr_t> k = {static_cast<uintptr_t>(ge.fmt), static_cast<uintptr_t>(ge.D),
                               static_cast<uintptr_t>(ge.I), static_cast<uintptr_t>(ge.E),

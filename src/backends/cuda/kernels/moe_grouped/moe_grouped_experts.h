@@ -3,6 +3,7 @@
 // Used by CudaOps::moe_experts and by bench/moe and `moengine tune-moe`.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +32,11 @@ struct GroupedExperts {
 // (64-byte aligned) and set ge.tmaps. False with the reason in *why if the experts are not FP8
 // block-128, a shape does not tile (N and K multiples of 128), or the driver refuses a map.
 bool grouped_weight_tmaps(const GroupedExperts& ge, std::vector<uint8_t>* out, std::string* why);
+// grouped_weight_tmaps(ge) copied into device memory from alloc(bytes), complete on return, for
+// ge.tmaps; null, without allocating, if ge has no maps (the reason in *why), or if alloc returns
+// null or the copy fails.
+const void* upload_grouped_tmaps(const GroupedExperts& ge,
+                                 const std::function<void*(size_t)>& alloc, std::string* why);
 // What tensor maps of `ge` depend on (format, shapes, layout, every weight pointer): maps built
 // for one table serve another only if their keys are equal.
 std::vector<uintptr_t> grouped_tmap_key(const GroupedExperts& ge);
