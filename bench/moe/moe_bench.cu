@@ -20,6 +20,7 @@
 //                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
 //                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
 //                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1] [--tma 0|1]
+//                  [--pdl 0|1]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -37,7 +38,8 @@
 // GroupedLaunch::pipe_r2 (the NVFP4 ring's items of one or two sub-blocks; default: chosen per GEMM
 // by run_grouped_experts); --two-step 0|1 GroupedLaunch::pipe_two_step (the NVFP4 ring's stages of
 // two k-steps with packed weights; default 1); --tma 0|1 GroupedLaunch::wgmma_tma (FP8 experts on
-// the warpgroup-MMA GEMM: weight tiles by TMA, tensor maps of grouped_weight_tmaps).
+// the warpgroup-MMA GEMM: weight tiles by TMA, tensor maps of grouped_weight_tmaps); --pdl 0|1
+// GroupedLaunch::pdl (programmatic dependent launch of the call's kernels; default: FP8 on sm_90).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -116,13 +118,15 @@ int g_f8act = -1;          // --f8act 0|1 (-1: moe_launch's choice)
 int g_r2 = -1;             // --r2 0|1 (-1: run_grouped_experts' choice)
 int g_two_step = -1;       // --two-step 0|1 (-1: the launch's default)
 int g_tma = -1;            // --tma 0|1 (-1: the launch's default)
+int g_pdl = -1;            // --pdl 0|1 (-1: moe_launch's choice)
 
-// The launch with the --f8act, --r2 and --two-step overrides.
+// The launch with the --f8act, --r2, --two-step, --tma and --pdl overrides.
 GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_f8act >= 0) l.fp8_act = g_f8act == 1;
   l.pipe_r2 = g_r2;
   if (g_two_step >= 0) l.pipe_two_step = g_two_step == 1;
   if (g_tma >= 0) l.wgmma_tma = g_tma == 1;
+  if (g_pdl >= 0) l.pdl = g_pdl == 1;
   return l;
 }
 
@@ -330,6 +334,12 @@ int main(int argc, char** argv) {
         return 2;
       }
       g_tma = v == "1";
+    } else if (a == "--pdl") {
+      if (v != "0" && v != "1") {
+        std::fprintf(stderr, "--pdl %s: expected 0 or 1\n", v.c_str());
+        return 2;
+      }
+      g_pdl = v == "1";
     } else if (a == "--layout") {
       if (v != "packed" && v != "rowmajor") {
         std::fprintf(stderr, "unknown --layout %s (packed, rowmajor)\n", v.c_str());

@@ -165,6 +165,12 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(moe_launch(d, sm90, f, 256).fp8_act, fp8) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm90, f, 255).fp8_act) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm120, f, 4096).fp8_act) << moe_fmt_name(f);
+    // Programmatic dependent launch: FP8 from sm_90 (sm_120 too), decode and prefill launches;
+    // not without a compute capability.
+    EXPECT_EQ(moe_launch(d, sm90, f, 4).pdl, fp8) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(w, sm90, f, 4096).pdl, fp8) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm120, f, 4).pdl, fp8) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, limits(232448, 132), f, 4).pdl) << moe_fmt_name(f);
   }
   // 32 tokens per expert: BF16 and FP8 (E4M3 activations) take wgmma, NVFP4 keeps streaming
   // 32-token tiles with the hybrid (measured, moe_config.cc); 16 per expert: 32-token tiles for

@@ -691,6 +691,41 @@ TEST_F(MoeGroupedTest, WarpgroupMmaTmaIsBitIdentical) {
   prepare_ = false;
 }
 
+// Programmatic dependent launch (GroupedLaunch::pdl; the heuristic sets it for FP8 on sm_90):
+// every kernel of a call waits for its predecessor before it touches memory, so the results are
+// the same bits as without it, for every kernel family: register streaming, the ring with
+// stream-K, the tile and warpgroup-MMA GEMMs (FP8 activations: the quantization launch between
+// the GEMMs), the hybrid, and the multi-block grouping (more than 8192 slots).
+TEST_F(MoeGroupedTest, ProgrammaticDependentLaunchIsBitIdentical) {
+  if (ops_->device().cc_major < 9) GTEST_SKIP() << "programmatic dependent launch needs sm_90";
+  struct Case {
+    Fmt f;
+    int64_t T;
+    Launch l;
+  };
+  const bool sm90 = ops_->device().cc_major == 9 && ops_->device().cc_minor == 0;
+  std::vector<Case> cases = {
+      {Fmt::kFp8, 5, Launch{.nb = 1}},
+      {Fmt::kBf16, 40, Launch{.nb = 2}},
+      {Fmt::kNvfp4, 9, Launch{.nb = 1, .pipelined = true}},
+      {Fmt::kFp8, 700, Launch{.nb = 2, .pipelined = true}},
+      {Fmt::kBf16, 300, Launch{.nb = 16, .tc = true}},
+      {Fmt::kNvfp4, 3000, Launch{.nb = 4}},  // 12000 slots: the multi-block grouping
+  };
+  if (sm90) {
+    cases.push_back({Fmt::kFp8, 300, Launch{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true}});
+    cases.push_back({Fmt::kFp8, 200, Launch{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true}});
+  }
+  for (const Case& c : cases) {
+    Launch off = c.l, on = c.l;
+    off.pdl = false;
+    on.pdl = true;
+    const Tensor a = check(c.f, c.T, 256, 128, 8, 4, Routing::kRandom, off);
+    const Tensor b = check(c.f, c.T, 256, 128, 8, 4, Routing::kRandom, on);
+    EXPECT_EQ(differing_floats(a, b), 0) << name(c.f) << " T " << c.T << " nb " << c.l.nb;
+  }
+}
+
 // CudaOps::set_moe_fp8_activations(false) (generate --moe-f16-activations): FP8 experts on the
 // heuristic's warpgroup-MMA launch (75 tokens per expert) with F16 activations, within the 16-bit
 // tolerance, and not the E4M3 result.

@@ -127,6 +127,8 @@ __device__ __forceinline__ void count_slots(const MoeGroupParams& p, int64_t lo,
 // position per expert; after it, each block places its chunk from there.
 __global__ void __launch_bounds__(kGroupThreads)
     moe_group_count_kernel(const __grid_constant__ MoeGroupParams p) {
+  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
+  grouped::pdl_launch_dependents();
   __shared__ int cnt[kMaxGroupedExperts];
   for (int e = threadIdx.x; e < kMaxGroupedExperts; e += blockDim.x) cnt[e] = 0;
   __syncthreads();
@@ -137,6 +139,8 @@ __global__ void __launch_bounds__(kGroupThreads)
 }
 __global__ void __launch_bounds__(kGroupThreads)
     moe_group_place_kernel(const __grid_constant__ MoeGroupParams p) {
+  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
+  grouped::pdl_launch_dependents();
   __shared__ int cur[kMaxGroupedExperts];
   __shared__ int wcnt[kGroupThreads / 32][kMaxGroupedExperts];
   for (int e = threadIdx.x; e < p.E; e += blockDim.x) cur[e] = p.chunk_hist[blockIdx.x * p.E + e];
@@ -149,6 +153,8 @@ __global__ void __launch_bounds__(kGroupThreads)
 
 __global__ void __launch_bounds__(kGroupThreads)
     moe_group_kernel(const __grid_constant__ MoeGroupParams p) {
+  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
+  grouped::pdl_launch_dependents();
   if (blockIdx.x == 0) {
     __shared__ int cnt[kMaxGroupedExperts], cur[kMaxGroupedExperts], off[kMaxGroupedExperts];
     __shared__ int2 red[32], total;
@@ -269,6 +275,8 @@ constexpr int kQuantRowsUnitRows = 8, kQuantRowsUnits = 16;
 __global__ void __launch_bounds__(256)
     moe_quant_rows_kernel(const uint16_t* h, int64_t I, const int32_t* tiles,
                           const int32_t* num_tiles, uint8_t* q, float* qs) {
+  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
+  grouped::pdl_launch_dependents();
   const int units = *num_tiles * kQuantRowsUnits;
   const int per_row = static_cast<int>(I / 8);  // 8 values per chunk; per_row % 16 == 0
   const int kb = static_cast<int>(I / 128);
@@ -335,6 +343,7 @@ __global__ void __launch_bounds__(256)
     moe_combine_kernel(float* y, int64_t y_stride, const void* out, const int32_t* ids,
                        int64_t ids_stride, int64_t T, int64_t D, int64_t K, int64_t E, bool shared,
                        bool accumulate) {
+  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
   const int64_t per_row = D / 4, n = T * per_row;
   for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < n;
        u += static_cast<int64_t>(gridDim.x) * blockDim.x) {

@@ -102,7 +102,7 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
   with_gemm_kernel<F, NB>(p.gate_up, pipe, grouped_pipe_bulk(p, l), r2, two_step, l.warps_per_cta,
                           [&](auto k, int smem) {
                             launch_persistent(k, p, threads, smem, l.sm_count, l.ctas_per_sm, name,
-                                              stream);
+                                              stream, l.pdl);
                           });
 }
 
@@ -221,14 +221,16 @@ void launch_moe_group(const MoeGroupParams& p, Stream stream) {
                  ? static_cast<int>(need / (4 * p.E))
                  : 0;
   if (q.chunks > 0) {
-    grouped::moe_group_count_kernel<<<q.chunks, grouped::kGroupThreads, 0, stream>>>(q);
+    launch_k(grouped::moe_group_count_kernel, dim3(q.chunks), dim3(grouped::kGroupThreads), 0,
+             stream, p.pdl, q);
     MOE_CUDA_CHECK_LAUNCH("moe_grouped/group_count");
   }
-  grouped::moe_group_kernel<<<static_cast<unsigned>(1 + conv_blocks), grouped::kGroupThreads, 0,
-                              stream>>>(q);
+  launch_k(grouped::moe_group_kernel, dim3(static_cast<unsigned>(1 + conv_blocks)),
+           dim3(grouped::kGroupThreads), 0, stream, p.pdl, q);
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/group");
   if (q.chunks > 0) {
-    grouped::moe_group_place_kernel<<<q.chunks, grouped::kGroupThreads, 0, stream>>>(q);
+    launch_k(grouped::moe_group_place_kernel, dim3(q.chunks), dim3(grouped::kGroupThreads), 0,
+             stream, p.pdl, q);
     MOE_CUDA_CHECK_LAUNCH("moe_grouped/group_place");
   }
 }
@@ -250,15 +252,16 @@ int64_t grouped_fp8_act_bytes(const GroupedLaunch& l, GroupedFmt f, int64_t T, i
 }
 
 void launch_moe_quant_rows(const void* h, int64_t I, const int32_t* tiles, const int32_t* num_tiles,
-                           int64_t max_tiles, uint8_t* q, float* qs, int sm_count, Stream stream) {
+                           int64_t max_tiles, uint8_t* q, float* qs, int sm_count, Stream stream,
+                           bool pdl) {
   MOE_CHECK(I > 0 && I % 128 == 0) << "moe_quant_rows: I " << I << " (needs I % 128 == 0)";
   MOE_CHECK(reinterpret_cast<uintptr_t>(h) % 16 == 0 && reinterpret_cast<uintptr_t>(q) % 16 == 0 &&
             reinterpret_cast<uintptr_t>(qs) % 4 == 0)
       << "moe_quant_rows: needs 16-byte aligned h and q, 4-byte aligned scales";
   const int64_t blocks =
       std::clamp<int64_t>(max_tiles * grouped::kQuantRowsUnits, 1, 8 * std::max(sm_count, 1));
-  grouped::moe_quant_rows_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
-      static_cast<const uint16_t*>(h), I, tiles, num_tiles, q, qs);
+  launch_k(grouped::moe_quant_rows_kernel, dim3(static_cast<unsigned>(blocks)), dim3(256), 0,
+           stream, pdl, static_cast<const uint16_t*>(h), I, tiles, num_tiles, q, qs);
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/quant_rows");
 }
 
@@ -304,13 +307,13 @@ int grouped_gemm_static_smem(GroupedFmt f, const GroupedLaunch& l) {
 
 void launch_moe_combine(float* y, int64_t y_stride, const void* out, bool out_bf16,
                         const int32_t* ids, int64_t ids_stride, int64_t T, int64_t D, int64_t K,
-                        int64_t E, bool shared, bool accumulate, Stream stream) {
+                        int64_t E, bool shared, bool accumulate, Stream stream, bool pdl) {
   MOE_CHECK(D % 4 == 0 && y_stride % 4 == 0) << "moe_combine: D " << D << ", y stride " << y_stride;
   const int64_t n = T * D / 4;
   const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((n + 255) / 256, 1, 4096));
   auto go = [&](auto k) {
-    k<<<blocks, 256, 0, stream>>>(y, y_stride, out, ids, ids_stride, T, D, K, E, shared,
-                                  accumulate);
+    launch_k(k, dim3(blocks), dim3(256), 0, stream, pdl, y, y_stride, out, ids, ids_stride, T, D, K,
+             E, shared, accumulate);
   };
   out_bf16 ? go(grouped::moe_combine_kernel<true>) : go(grouped::moe_combine_kernel<false>);
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/combine");

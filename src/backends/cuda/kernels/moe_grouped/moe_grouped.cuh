@@ -244,6 +244,8 @@ __device__ __forceinline__ void with_tile_width(int cnt, Run&& run) {
 template <GroupedFmt F, int NB, bool GU>
 __global__ void __launch_bounds__(kGemmMaxThreads, 1)
     moe_gemm_kernel(const __grid_constant__ MoeGemmParams p) {
+  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
+  grouped::pdl_launch_dependents();
   using Tr = Fmt<F>;
   const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int wpb = blockDim.x >> 5;
@@ -392,6 +394,8 @@ __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const Strea
 template <GroupedFmt F, int NB, bool GU, bool BULK = false, int R = 1, int SPS = 1>
 __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     moe_gemm_pipe_kernel(const __grid_constant__ MoeGemmParams p) {
+  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
+  grouped::pdl_launch_dependents();
   static_assert(R == 1 || (F == GroupedFmt::kNvfp4 && !BULK));
   static_assert(SPS == 1 || (SPS == 2 && F == GroupedFmt::kNvfp4 && R == 1 && !BULK));
   using Tr = Fmt<F>;

@@ -113,6 +113,12 @@ struct GroupedLaunch {
   // session 18): glm5 FP8 T 2048 / 4096 / 8192 3225 / 5163..5550 / 9053..9116 us -> 2994 /
   // 4919..4987 / 7957..8222.
   bool wgmma_tma = true;
+  // Programmatic dependent launch (sm_90): the call's launches (grouping, GEMMs, FP8 quantization,
+  // combine) go out with programmatic stream serialization, each kernel waits for its predecessor
+  // in its first instruction (griddepcontrol.wait) and the grouping and GEMM kernels let their
+  // successor launch at once, so its CTAs are placed and started while they run. moe_launch sets
+  // it for FP8 experts on sm_90; results are the same bits either way.
+  bool pdl = false;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
 };
 
@@ -133,6 +139,7 @@ struct MoeGroupParams {
   int32_t* sorted_slot = nullptr;  // out [T*K]: slot (t*K+k) at each grouped position
   int32_t* tiles = nullptr;        // out [max_tiles, 4]: expert, first position, tokens, 0
   int32_t* num_tiles = nullptr;    // out [1]
+  bool pdl = false;                // launched with programmatic stream serialization (host only)
   int64_t max_tiles = 0;
   // Hybrid (big_min > 0): experts with at least big_min tokens get tiles of kGroupedBigTile tokens
   // in a second list (big_tiles, *num_big) for the warpgroup-MMA GEMM; the others get
@@ -273,7 +280,8 @@ int64_t grouped_fp8_act_bytes(const GroupedLaunch& l, GroupedFmt f, int64_t T, i
 // pos0 + cnt - 1 of each of the *num_tiles tiles), as E4M3 codes and f32 scales per 128 k
 // (fp8_block_quantize per row); the other rows are left alone. I % 128 == 0. At most max_tiles.
 void launch_moe_quant_rows(const void* h, int64_t I, const int32_t* tiles, const int32_t* num_tiles,
-                           int64_t max_tiles, uint8_t* q, float* qs, int sm_count, Stream stream);
+                           int64_t max_tiles, uint8_t* q, float* qs, int sm_count, Stream stream,
+                           bool pdl = false);
 // The tc GEMM (called by launch_moe_gemm when l.tc): BF16, Kd % 64 == 0, N % 64 (gate_up) or
 // N % 128 (down) == 0, 16-byte aligned activations, weights and outputs.
 void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);
@@ -293,10 +301,10 @@ int grouped_tile_gemm_regs(GroupedFmt f, const GroupedLaunch& l);
 // y[t, :] = sum_k out[t*K + k, :] (accumulate: y[t, :] += ...); NaN rows where an expert id is
 // out of range. With `shared`, ids has K-1 columns of routed ids in [0, E-1) and slot K-1 is the
 // shared expert's.
-// out_bf16: out holds bf16 (MoeGemmParams::out_bf16), else f32.
+// out_bf16: out holds bf16 (MoeGemmParams::out_bf16), else f32. pdl: GroupedLaunch::pdl.
 void launch_moe_combine(float* y, int64_t y_stride, const void* out, bool out_bf16,
                         const int32_t* ids, int64_t ids_stride, int64_t T, int64_t D, int64_t K,
-                        int64_t E, bool shared, bool accumulate, Stream stream);
+                        int64_t E, bool shared, bool accumulate, Stream stream, bool pdl = false);
 // Whether the down GEMMs of launch `l` write bf16 per-slot outputs: a warpgroup-MMA launch (every
 // expert on the warpgroup-MMA GEMM; its epilogue rounds w * acc once to bf16, the combine sums in
 // f32). Host only.

@@ -247,6 +247,20 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const void* tmap, int 
 #endif
 }
 
+// Programmatic dependent launch (sm_90; no-ops when a kernel was launched without it,
+// GroupedLaunch::pdl): wait until the grid this one depends on completed and its memory is
+// visible; let the next grid in the stream launch (its CTAs then wait in their own pdl_wait).
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // Byte offset of 16-byte chunk `ch` of a staged 128-byte row `row`, XOR-swizzled over 8 rows
 // (ldmatrix conflict-free; the 128-byte-swizzle layout of wgmma's shared-memory descriptors).
 __device__ __forceinline__ uint32_t swz(int row, int ch) {

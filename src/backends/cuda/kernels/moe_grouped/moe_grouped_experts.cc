@@ -261,6 +261,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // The multi-block grouping's counts live in h, which gate_up writes only after the grouping.
   gp.chunk_hist = reinterpret_cast<int32_t*>(s.h);
   gp.chunk_hist_bytes = T * KS * ge.I * 2;
+  gp.pdl = l.pdl;
   launch_moe_group(gp, stream);
 
   // Each GEMM: the configured kernel over `tiles`; with the hybrid also the warpgroup-MMA kernel
@@ -311,7 +312,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   gemm(p1, lg, s.sk_counters);
   if (f8)  // h rows of the warpgroup-MMA tiles -> E4M3 (x's codes are no longer needed)
     launch_moe_quant_rows(s.h, ge.I, wg_tiles, wg_num, list_tiles(T * KS, ge.E, kGroupedBigTile), q,
-                          qs, l.sm_count, stream);
+                          qs, l.sm_count, stream, l.pdl);
   MoeGemmParams p2 = ge.down;
   p2.act = s.h;
   p2.slot_w = s.slot_w;
@@ -320,7 +321,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   gemm(p2, ld, sk.warps > 0 ? s.sk_counters + sk.warps : nullptr);
 
   launch_moe_combine(y, y_stride, s.out, p2.out_bf16, ids, ids_stride, T, ge.D, KS, ge.E, ge.shared,
-                     accumulate, stream);
+                     accumulate, stream, l.pdl);
 }
 
 namespace {

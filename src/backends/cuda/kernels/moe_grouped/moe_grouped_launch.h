@@ -6,17 +6,44 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.h"
 
 namespace moe::cuda {
 
+// kernel<<<grid, block, smem, stream>>>(args), with programmatic stream serialization when pdl
+// (GroupedLaunch::pdl): the kernel may start while its predecessor in the stream runs, once that
+// one executed griddepcontrol.launch_dependents (or completed); every grouped kernel begins with
+// griddepcontrol.wait (grouped::pdl_wait), so nothing is read or written before the predecessor
+// completed and its memory is visible.
+template <typename... Params, typename... Args>
+void launch_k(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Stream stream,
+              bool pdl, Args&&... args) {
+  if (!pdl) {
+    kernel<<<grid, block, smem, stream>>>(std::forward<Args>(args)...);
+    return;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute a[1];
+  a[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = a;
+  cfg.numAttrs = 1;
+  // Errors surface through the caller's MOE_CUDA_CHECK_LAUNCH (cudaGetLastError).
+  (void)cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
 // Launches kernel(p) on sm_count x min(occupancy, wanted_per_sm) CTAs of `threads` threads with
 // `smem` bytes of dynamic shared memory (opted in when > 0). `name` prefixes the errors.
 template <typename Kernel>
 void launch_persistent(Kernel kernel, const MoeGemmParams& p, int threads, int smem, int sm_count,
-                       int wanted_per_sm, const char* name, Stream stream) {
+                       int wanted_per_sm, const char* name, Stream stream, bool pdl = false) {
   if (smem > 0)
     MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                    name);
@@ -24,7 +51,8 @@ void launch_persistent(Kernel kernel, const MoeGemmParams& p, int threads, int s
   MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, threads, smem), name);
   MOE_CHECK(occ >= 1) << name << ": a CTA of " << threads << " threads and " << smem
                       << " B of shared memory does not fit on an SM";
-  kernel<<<sm_count * std::min(occ, std::max(wanted_per_sm, 1)), threads, smem, stream>>>(p);
+  launch_k(kernel, dim3(sm_count * std::min(occ, std::max(wanted_per_sm, 1))), dim3(threads), smem,
+           stream, pdl, p);
   MOE_CUDA_CHECK_LAUNCH(name);
 }
 

@@ -16,9 +16,9 @@ bool aligned16(const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0;
 template <int BM>
 void launch_bm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   auto go = [&](auto k) {
-    launch_persistent(k, p, tile_gemm::kThreads, grouped_tile_smem_bytes(BM), l.sm_count,
-                      l.ctas_per_sm,
-                      p.gate_up ? "moe_grouped/tile_gate_up" : "moe_grouped/tile_down", stream);
+    launch_persistent(
+        k, p, tile_gemm::kThreads, grouped_tile_smem_bytes(BM), l.sm_count, l.ctas_per_sm,
+        p.gate_up ? "moe_grouped/tile_gate_up" : "moe_grouped/tile_down", stream, l.pdl);
   };
   p.gate_up ? go(tile_gemm::moe_tile_gemm_kernel<BM, true>)
             : go(tile_gemm::moe_tile_gemm_kernel<BM, false>);
@@ -29,9 +29,9 @@ void launch_bm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
 template <GroupedFmt F, int BN>
 void launch_wgmma_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   auto go = [&](auto k) {
-    launch_persistent(k, p, wgmma_gemm::kThreads, wgmma_gemm::kSmemBytes<BN>, l.sm_count,
-                      l.ctas_per_sm,
-                      p.gate_up ? "moe_grouped/wgmma_gate_up" : "moe_grouped/wgmma_down", stream);
+    launch_persistent(
+        k, p, wgmma_gemm::kThreads, wgmma_gemm::kSmemBytes<BN>, l.sm_count, l.ctas_per_sm,
+        p.gate_up ? "moe_grouped/wgmma_gate_up" : "moe_grouped/wgmma_down", stream, l.pdl);
   };
   if constexpr (BN == 256)
     p.gate_up ? go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, true>)
@@ -60,7 +60,7 @@ void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream s
                       tma ? wgmma_gemm::kSmemBytesF8Tma<BN> : wgmma_gemm::kSmemBytesF8<BN>,
                       l.sm_count, l.ctas_per_sm,
                       p.gate_up ? "moe_grouped/wgmma_f8_gate_up" : "moe_grouped/wgmma_f8_down",
-                      stream);
+                      stream, l.pdl);
   };
   if constexpr (BN == 256) {
     if (tma)

@@ -61,6 +61,8 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
 template <int BM, bool GU>
 __global__ void __launch_bounds__(kThreads, 2)
     moe_tile_gemm_kernel(const __grid_constant__ MoeGemmParams p) {
+  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
+  grouped::pdl_launch_dependents();
   constexpr int WM = BM / 2;   // tokens per warp
   constexpr int MT = WM / 16;  // m16 blocks per warp
   constexpr int NT = 4;        // n8 blocks per warp (32 weight rows)

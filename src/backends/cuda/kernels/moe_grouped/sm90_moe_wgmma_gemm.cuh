@@ -324,6 +324,8 @@ struct WRegs {
 template <GroupedFmt F, int BN, bool GU, bool F8 = false, bool TMA = false>
 __global__ void __launch_bounds__(kThreads, 1)
     moe_wgmma_gemm_kernel(const __grid_constant__ MoeGemmParams p) {
+  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
+  grouped::pdl_launch_dependents();
   static_assert(!F8 || F == GroupedFmt::kFp8Block);
   static_assert(!TMA || (F8 && (BN == 256 || !GU)));
   constexpr int kAStage = kBM * kRowBytes;
