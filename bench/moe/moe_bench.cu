@@ -39,7 +39,7 @@
 // by run_grouped_experts); --two-step 0|1 GroupedLaunch::pipe_two_step (the NVFP4 ring's stages of
 // two k-steps with packed weights; default 1); --tma 0|1 GroupedLaunch::wgmma_tma (FP8 experts on
 // the warpgroup-MMA GEMM: weight tiles by TMA, tensor maps of grouped_weight_tmaps); --pdl 0|1
-// GroupedLaunch::pdl (programmatic dependent launch of the call's kernels; default: FP8 on sm_90).
+// GroupedLaunch::pdl (programmatic dependent launch of the call's kernels; default: moe_launch's).
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -165,10 +165,11 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(moe_launch(d, sm90, f, 256).fp8_act, fp8) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm90, f, 255).fp8_act) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm120, f, 4096).fp8_act) << moe_fmt_name(f);
-    // Programmatic dependent launch: FP8 from sm_90 (sm_120 too), decode and prefill launches;
-    // not without a compute capability.
+    // Programmatic dependent launch: FP8 from sm_90 (sm_120 too) on the streaming / ring launches
+    // and the hybrid, not the warpgroup-MMA launch; not without a compute capability.
     EXPECT_EQ(moe_launch(d, sm90, f, 4).pdl, fp8) << moe_fmt_name(f);
-    EXPECT_EQ(moe_launch(w, sm90, f, 4096).pdl, fp8) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 1024).pdl, fp8) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(w, sm90, f, 4096).pdl) << moe_fmt_name(f);
     EXPECT_EQ(moe_launch(d, sm120, f, 4).pdl, fp8) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, limits(232448, 132), f, 4).pdl) << moe_fmt_name(f);
   }

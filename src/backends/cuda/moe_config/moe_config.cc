@@ -210,12 +210,13 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // version: the quantization launch and few items).
   l.fp8_act = f == GroupedFmt::kFp8Block &&
               (l.wgmma || (l.wgmma_min_tokens > 0 && T >= kFp8ActMinTokensHybrid));
-  // Programmatic dependent launch for FP8 on sm_90. NOTE: measured on the H200 (docs/perf.md,
-  // 2026-12-02 session 19; every launch of the call with it against none, same routing, two
-  // alternations): FP8 0.5-6% faster at T 1..8 on glm5 / dsv3 / TP8 / EP8 and level at T 32..128;
-  // BF16 and NVFP4 mixed (NVFP4 glm5 T 1 +4.5%, TP8 T 8 +14%; BF16 glm5 / dsv3 T 2..8 +2..+6%):
-  // not for them.
-  l.pdl = f == GroupedFmt::kFp8Block && lim.cc >= 90;
+  // Programmatic dependent launch for FP8 from sm_90, except the warpgroup-MMA launch (prefill).
+  // NOTE: measured on the H200 (docs/perf.md, 2026-12-02 session 19; the call's launches with and
+  // without it, same routing, alternated): FP8 T 1..8 0.5-6% faster on glm5 / dsv3 / TP8 / EP8
+  // (glm5 96.5 -> 94.6 us at T 1, EP8 56.7 -> 53.7), T 32..128 0-1.5%, T 1024 (hybrid) 0-1.7%;
+  // the warpgroup-MMA launch at T 2048..8192 level to 1% slower; BF16 and NVFP4 mixed (NVFP4 glm5
+  // T 1 +4.5%, TP8 T 8 +14%; BF16 glm5 / dsv3 T 2..8 +2..+6%): not for them.
+  l.pdl = f == GroupedFmt::kFp8Block && lim.cc >= 90 && !l.wgmma;
   return l;
 }
 

@@ -117,7 +117,8 @@ struct GroupedLaunch {
   // combine) go out with programmatic stream serialization, each kernel waits for its predecessor
   // in its first instruction (griddepcontrol.wait) and the grouping and GEMM kernels let their
   // successor launch at once, so its CTAs are placed and started while they run. moe_launch sets
-  // it for FP8 experts on sm_90; results are the same bits either way.
+  // it for FP8 experts from sm_90 except on the warpgroup-MMA launch; results are the same bits
+  // either way.
   bool pdl = false;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
 };
