@@ -316,30 +316,16 @@ int main(int argc, char** argv) {
       g_shared = std::atoi(v.c_str());
     else if (a == "--f8act")
       g_f8act = std::atoi(v.c_str());
-    else if (a == "--r2") {
+    else if (int* flag01 = a == "--r2"         ? &g_r2
+                           : a == "--two-step" ? &g_two_step
+                           : a == "--tma"      ? &g_tma
+                           : a == "--pdl"      ? &g_pdl
+                                               : nullptr) {
       if (v != "0" && v != "1") {
-        std::fprintf(stderr, "--r2 %s: expected 0 or 1\n", v.c_str());
+        std::fprintf(stderr, "%s %s: expected 0 or 1\n", a.c_str(), v.c_str());
         return 2;
       }
-      g_r2 = v == "1";
-    } else if (a == "--two-step") {
-      if (v != "0" && v != "1") {
-        std::fprintf(stderr, "--two-step %s: expected 0 or 1\n", v.c_str());
-        return 2;
-      }
-      g_two_step = v == "1";
-    } else if (a == "--tma") {
-      if (v != "0" && v != "1") {
-        std::fprintf(stderr, "--tma %s: expected 0 or 1\n", v.c_str());
-        return 2;
-      }
-      g_tma = v == "1";
-    } else if (a == "--pdl") {
-      if (v != "0" && v != "1") {
-        std::fprintf(stderr, "--pdl %s: expected 0 or 1\n", v.c_str());
-        return 2;
-      }
-      g_pdl = v == "1";
+      *flag01 = v == "1";
     } else if (a == "--layout") {
       if (v != "packed" && v != "rowmajor") {
         std::fprintf(stderr, "unknown --layout %s (packed, rowmajor)\n", v.c_str());
