@@ -302,6 +302,30 @@ __device__ __forceinline__ ItemSrc<F, BN, GU, F8> item_src(const MoeGemmParams& 
   return s;
 }
 
+// Transpose of 4 x 4 words over a quad of lanes (c = lane % 4): in w[i] this lane's word of group
+// i, out w[i] lane i's word of group c. Two xor-shuffle stages, no dynamic register indexing.
+__device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int c) {
+  const bool odd = c & 1, hi = c & 2;
+  uint32_t r0 = __shfl_xor_sync(0xffffffffu, odd ? w[0] : w[1], 1);
+  uint32_t r1 = __shfl_xor_sync(0xffffffffu, odd ? w[2] : w[3], 1);
+  if (odd) {
+    w[0] = r0;
+    w[2] = r1;
+  } else {
+    w[1] = r0;
+    w[3] = r1;
+  }
+  r0 = __shfl_xor_sync(0xffffffffu, hi ? w[0] : w[2], 2);
+  r1 = __shfl_xor_sync(0xffffffffu, hi ? w[1] : w[3], 2);
+  if (hi) {
+    w[0] = r0;
+    w[1] = r1;
+  } else {
+    w[2] = r0;
+    w[3] = r1;
+  }
+}
+
 // A quantized stage's weights in registers between their global load and the shared store.
 template <GroupedFmt F, int BN, bool F8>
 struct WRegs {
@@ -572,44 +596,73 @@ __global__ void __launch_bounds__(kThreads, 1)
       gsc[0] = p.gs[0][done.e] * grouped::kNvfp4Unscale;
       gsc[1] = (GU ? p.gs[1][done.e] : p.gs[0][done.e]) * grouped::kNvfp4Unscale;
     }
+    // 16-bit outputs leave by 16-byte stores: per 4 column groups of 8 (one 16-bit pair of each
+    // per lane of a quad) a quad transpose gives lane c group 4 m + c whole, so a row takes 64
+    // contiguous bytes per store instead of 4 lanes x 4 bytes (half sectors) per group.
+    // Every lane runs the shuffles; only the stores are predicated on the token.
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int tok = wg * 64 + wq * 16 + g + 8 * hh;
-      if (tok >= done.cnt) continue;
+      const bool valid = tok < done.cnt;
       if constexpr (GU) {
-        const int64_t col0 = done.nblk * (BN / 2) + 2 * c;
-        uint16_t* h = static_cast<uint16_t*>(p.out) + static_cast<int64_t>(done.pos0 + tok) * p.N;
+        uint16_t* h = static_cast<uint16_t*>(p.out) +
+                      static_cast<int64_t>(done.pos0 + (valid ? tok : 0)) * p.N +
+                      done.nblk * (BN / 2);
 #pragma unroll
-        for (int j = 0; j < BN / 16; ++j) {
-          float hv[2];
+        for (int m = 0; m < BN / 64; ++m) {
+          uint32_t w[4];
 #pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            // Gate and up of column col0 + 8 j + q: interleaved by 8 rows, or (TMA) 128 apart.
-            const int jg = TMA ? j : 2 * j, ju = TMA ? j + BN / 16 : 2 * j + 1;
-            const float gv = acc[4 * jg + 2 * hh + q] * gsc[0],
-                        uv = acc[4 * ju + 2 * hh + q] * gsc[1];
-            hv[q] = gv / (1.f + __expf(-gv)) * uv;
+          for (int i = 0; i < 4; ++i) {
+            const int j = 4 * m + i;
+            float hv[2];
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+              // Gate and up of column 8 j + 2 c + q: interleaved by 8 rows, or (TMA) 128 apart.
+              const int jg = TMA ? j : 2 * j, ju = TMA ? j + BN / 16 : 2 * j + 1;
+              const float gv = acc[4 * jg + 2 * hh + q] * gsc[0],
+                          uv = acc[4 * ju + 2 * hh + q] * gsc[1];
+              hv[q] = gv / (1.f + __expf(-gv)) * uv;
+            }
+            if constexpr (F == GroupedFmt::kBf16) {
+              const __nv_bfloat162 b2 = __floats2bfloat162_rn(hv[0], hv[1]);
+              w[i] = *reinterpret_cast<const uint32_t*>(&b2);
+            } else {
+              w[i] =
+                  grouped::act_bits(hv[0], true) | (uint32_t{grouped::act_bits(hv[1], true)} << 16);
+            }
           }
-          const int64_t col = col0 + j * 8;
-          if constexpr (F == GroupedFmt::kBf16) {
-            *reinterpret_cast<__nv_bfloat162*>(h + col) = __floats2bfloat162_rn(hv[0], hv[1]);
+          quad_transpose(w, c);  // w[i]: columns 8 (4 m + c) + 2 i, + 1
+          uint4 o;
+          if constexpr (F == GroupedFmt::kNvfp4) {  // act_index order [0,4,2,6,1,5,3,7]
+            o = make_uint4(__byte_perm(w[0], w[2], 0x5410), __byte_perm(w[1], w[3], 0x5410),
+                           __byte_perm(w[0], w[2], 0x7632), __byte_perm(w[1], w[3], 0x7632));
           } else {
-            h[grouped::act_index(F, col)] = grouped::act_bits(hv[0], true);
-            h[grouped::act_index(F, col + 1)] = grouped::act_bits(hv[1], true);
+            o = make_uint4(w[0], w[1], w[2], w[3]);
           }
+          if (valid) *reinterpret_cast<uint4*>(h + 8 * (4 * m + c)) = o;
         }
       } else {
-        const int64_t slot = p.sorted_slot[done.pos0 + tok];
-        const float wv = p.slot_w[slot] * gsc[0];
-        const int64_t o = slot * p.N + done.nblk * BN + 2 * c;
+        const int64_t slot = valid ? p.sorted_slot[done.pos0 + tok] : 0;
+        const float wv = valid ? p.slot_w[slot] * gsc[0] : 0.f;
+        const int64_t o = slot * p.N + done.nblk * BN;
         if (p.out_bf16) {  // half the bytes for the combine to read (MoeGemmParams::out_bf16)
           __nv_bfloat16* ob = static_cast<__nv_bfloat16*>(p.out) + o;
 #pragma unroll
-          for (int j = 0; j < BN / 8; ++j)
-            *reinterpret_cast<__nv_bfloat162*>(ob + j * 8) =
-                __floats2bfloat162_rn(wv * acc[4 * j + 2 * hh], wv * acc[4 * j + 2 * hh + 1]);
-        } else {
-          float* of = static_cast<float*>(p.out) + o;
+          for (int m = 0; m < BN / 32; ++m) {
+            uint32_t w[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int j = 4 * m + i;
+              const __nv_bfloat162 b2 =
+                  __floats2bfloat162_rn(wv * acc[4 * j + 2 * hh], wv * acc[4 * j + 2 * hh + 1]);
+              w[i] = *reinterpret_cast<const uint32_t*>(&b2);
+            }
+            quad_transpose(w, c);
+            if (valid)
+              *reinterpret_cast<uint4*>(ob + 8 * (4 * m + c)) = make_uint4(w[0], w[1], w[2], w[3]);
+          }
+        } else if (valid) {
+          float* of = static_cast<float*>(p.out) + o + 2 * c;
 #pragma unroll
           for (int j = 0; j < BN / 8; ++j)
             *reinterpret_cast<float2*>(of + j * 8) =
