@@ -384,9 +384,9 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&flush, flush_bytes));
   std::ofstream json;
   if (!json_path.empty()) json.open(json_path);
-  std::printf("%-8s %-7s %-5s %5s %5s %4s %3s %4s %10s %9s %7s %9s %10s\n", "shape", "routing",
+  std::printf("%-8s %-7s %-5s %5s %5s %4s %3s %4s %10s %9s %7s %9s %10s %5s\n", "shape", "routing",
               "fmt", "T", "rows", "uniq", "nb", "pipe", "time_us", "GB/s", "%4.8TB", "TFLOP/s",
-              "heur_us");
+              "heur_us", "cfg");
   for (const LayerShape& sh : layer_shapes) {
     const std::string& sname = sh.name;
     for (const auto& fname : fmts) {
@@ -551,11 +551,18 @@ int main(int argc, char** argv) {
             CK(cudaGraphDestroy(graph));
           }
           const double us = best_us, gbs = bytes / (us * 1e3), tflops = flop / (us * 1e6);
+          // cfg: warps per CTA x CTAs per SM of the reported configuration, "wg" for the
+          // warpgroup-MMA GEMM, "tc" for the mma.sync tile GEMM.
+          const std::string cfg_s = best.wgmma ? "wg"
+                                    : best.tc  ? "tc"
+                                               : std::to_string(best.warps_per_cta) + "x" +
+                                                    std::to_string(best.ctas_per_sm);
           std::printf(
-              "%-8s %-7s %-5s %5lld %5lld %4lld %3d %4d %10.1f %9.0f %6.1f%% %9.1f %10.1f\n",
+              "%-8s %-7s %-5s %5lld %5lld %4lld %3d %4d %10.1f %9.0f %6.1f%% %9.1f %10.1f %5s\n",
               sname.c_str(), rname.c_str(), fname.c_str(), static_cast<long long>(T),
               static_cast<long long>(R), static_cast<long long>(uniq), best.nb,
-              best.pipelined ? 1 : 0, us, gbs, 100.0 * gbs / 4800.0, tflops, heur_us);
+              best.pipelined ? 1 : 0, us, gbs, 100.0 * gbs / 4800.0, tflops, heur_us,
+              cfg_s.c_str());
           std::fflush(stdout);
           if (json)
             json << "{\"shape\":\"" << sname << "\",\"routing\":\"" << rname << "\",\"fmt\":\""
@@ -563,7 +570,9 @@ int main(int argc, char** argv) {
                  << ",\"D\":" << sh.D << ",\"I\":" << sh.I << ",\"E\":" << sh.E
                  << ",\"E_global\":" << sh.E_global << ",\"ep_rank\":" << lr.rank
                  << ",\"unique\":" << uniq << ",\"shared\":" << g_shared << ",\"nb\":" << best.nb
-                 << ",\"pipelined\":" << (best.pipelined ? 1 : 0) << ",\"tc\":" << (best.tc ? 1 : 0)
+                 << ",\"pipelined\":" << (best.pipelined ? 1 : 0)
+                 << ",\"warps_per_cta\":" << best.warps_per_cta
+                 << ",\"ctas_per_sm\":" << best.ctas_per_sm << ",\"tc\":" << (best.tc ? 1 : 0)
                  << ",\"wgmma\":" << (best.wgmma ? 1 : 0) << ",\"us\":" << us
                  << ",\"heuristic_us\":" << heur_us << ",\"bytes\":" << bytes
                  << ",\"flop\":" << flop << ",\"gbs\":" << gbs
