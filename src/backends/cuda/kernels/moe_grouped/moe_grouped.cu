@@ -197,7 +197,7 @@ void launch_nvfp4_pack_scales(uint8_t* dst, const uint8_t* src, int64_t N, int64
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/nvfp4_pack_scales");
 }
 
-void launch_moe_group(const MoeGroupParams& p, Stream stream) {
+void launch_moe_group(const MoeGroupParams& p, Stream stream, bool pdl) {
   MOE_CHECK(p.E >= 1 && p.E <= kMaxGroupedExperts && p.E <= grouped::kGroupThreads)
       << "moe_group: " << p.E << " experts (supported: 1.." << kMaxGroupedExperts << ")";
   MOE_CHECK(p.zero_count == 0 || p.zero != nullptr) << "moe_group: zero_count without a buffer";
@@ -222,15 +222,15 @@ void launch_moe_group(const MoeGroupParams& p, Stream stream) {
                  : 0;
   if (q.chunks > 0) {
     launch_k(grouped::moe_group_count_kernel, dim3(q.chunks), dim3(grouped::kGroupThreads), 0,
-             stream, p.pdl, q);
+             stream, pdl, q);
     MOE_CUDA_CHECK_LAUNCH("moe_grouped/group_count");
   }
   launch_k(grouped::moe_group_kernel, dim3(static_cast<unsigned>(1 + conv_blocks)),
-           dim3(grouped::kGroupThreads), 0, stream, p.pdl, q);
+           dim3(grouped::kGroupThreads), 0, stream, pdl, q);
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/group");
   if (q.chunks > 0) {
     launch_k(grouped::moe_group_place_kernel, dim3(q.chunks), dim3(grouped::kGroupThreads), 0,
-             stream, p.pdl, q);
+             stream, pdl, q);
     MOE_CUDA_CHECK_LAUNCH("moe_grouped/group_place");
   }
 }

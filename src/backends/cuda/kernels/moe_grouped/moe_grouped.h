@@ -140,7 +140,6 @@ struct MoeGroupParams {
   int32_t* sorted_slot = nullptr;  // out [T*K]: slot (t*K+k) at each grouped position
   int32_t* tiles = nullptr;        // out [max_tiles, 4]: expert, first position, tokens, 0
   int32_t* num_tiles = nullptr;    // out [1]
-  bool pdl = false;                // launched with programmatic stream serialization (host only)
   int64_t max_tiles = 0;
   // Hybrid (big_min > 0): experts with at least big_min tokens get tiles of kGroupedBigTile tokens
   // in a second list (big_tiles, *num_big) for the warpgroup-MMA GEMM; the others get
@@ -255,7 +254,8 @@ constexpr int64_t grouped_pipe_r2_rows(bool gate_up) { return gate_up ? 32 : 64;
 // K-granularity the GEMMs need of D and I (rows must be multiples of 32).
 int64_t grouped_k_multiple(GroupedFmt f);
 
-void launch_moe_group(const MoeGroupParams& p, Stream stream);
+// pdl: GroupedLaunch::pdl (the grouping launches with programmatic stream serialization).
+void launch_moe_group(const MoeGroupParams& p, Stream stream, bool pdl = false);
 // dst (packed) <- src (row-major), not overlapping (dequant_bits.h): the data of a matrix of N
 // rows of row_bytes bytes (N % 16 == 0, row_bytes % 64 == 0, 16-byte aligned buffers), or the
 // scales of an NVFP4 [N, Kd] matrix (N * Kd / 16 bytes; Kd % 128 == 0).

@@ -261,8 +261,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // The multi-block grouping's counts live in h, which gate_up writes only after the grouping.
   gp.chunk_hist = reinterpret_cast<int32_t*>(s.h);
   gp.chunk_hist_bytes = T * KS * ge.I * 2;
-  gp.pdl = l.pdl;
-  launch_moe_group(gp, stream);
+  launch_moe_group(gp, stream, l.pdl);
 
   // Each GEMM: the configured kernel over `tiles`; with the hybrid also the warpgroup-MMA kernel
   // over the big tiles' list.
