@@ -302,28 +302,26 @@ __device__ __forceinline__ ItemSrc<F, BN, GU, F8> item_src(const MoeGemmParams& 
   return s;
 }
 
+// One stage of quad_transpose: lanes X apart swap words, each pair (a, a + X) with a & X == 0;
+// the lane with c & X sends w[a] and keeps w[a + X], its partner the other way round.
+template <int X>
+__device__ __forceinline__ void quad_swap_stage(uint32_t (&w)[4], bool up) {
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    if (a & X) continue;
+    const uint32_t r = __shfl_xor_sync(0xffffffffu, up ? w[a] : w[a + X], X);
+    if (up)
+      w[a] = r;
+    else
+      w[a + X] = r;
+  }
+}
+
 // Transpose of 4 x 4 words over a quad of lanes (c = lane % 4): in w[i] this lane's word of group
 // i, out w[i] lane i's word of group c. Two xor-shuffle stages, no dynamic register indexing.
 __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int c) {
-  const bool odd = c & 1, hi = c & 2;
-  uint32_t r0 = __shfl_xor_sync(0xffffffffu, odd ? w[0] : w[1], 1);
-  uint32_t r1 = __shfl_xor_sync(0xffffffffu, odd ? w[2] : w[3], 1);
-  if (odd) {
-    w[0] = r0;
-    w[2] = r1;
-  } else {
-    w[1] = r0;
-    w[3] = r1;
-  }
-  r0 = __shfl_xor_sync(0xffffffffu, hi ? w[0] : w[2], 2);
-  r1 = __shfl_xor_sync(0xffffffffu, hi ? w[1] : w[3], 2);
-  if (hi) {
-    w[0] = r0;
-    w[1] = r1;
-  } else {
-    w[2] = r0;
-    w[3] = r1;
-  }
+  quad_swap_stage<1>(w, c & 1);
+  quad_swap_stage<2>(w, c & 2);
 }
 
 // A quantized stage's weights in registers between their global load and the shared store.
