@@ -524,6 +524,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint32_t sa = smem_s + stage * kStageBytes<BN> + wg * 64 * kRowBytes;
       const uint32_t sb = smem_s + stage * kStageBytes<BN> + kAStage;
       const uint64_t da = smem_desc(sa), db = smem_desc(sb);
+      // TMA weight tiles (64-byte swizzle): the stage's descriptor; a tile's offset inside the
+      // stage is added to its start-address field (bytes / 16; no carry: shared addresses stay
+      // below 2^18), so each wgmma's operand costs one add, not a descriptor built anew.
+      const uint64_t dbt = smem_desc_sw64(sb);
       wgmma_fence();
       if constexpr (F8) {
 #ifdef MOE_WGMMA_ENABLED
@@ -533,9 +537,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int kk = 0; kk < 4; ++kk) {
             // TMA: quarter qd in box qd / 2 (16 KB), rows 64 (qd % 2) (4 KB), k half kk / 2
             // (8 KB), 32 bytes into the 64-byte rows for odd kk.
-            const uint64_t b = TMA ? smem_desc_sw64(sb + (qd >> 1) * 16384 + (qd & 1) * 4096 +
-                                                    (kk >> 1) * 8192 + (kk & 1) * 32)
-                                   : db + 512 * qd + 2 * kk;
+            const int off = (qd >> 1) * 16384 + (qd & 1) * 4096 + (kk >> 1) * 8192 + (kk & 1) * 32;
+            const uint64_t b = TMA ? dbt + off / 16 : db + 512 * qd + 2 * kk;
             wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, b, kk);
           }
           wgmma_commit();
