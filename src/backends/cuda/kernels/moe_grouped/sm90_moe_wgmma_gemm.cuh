@@ -164,6 +164,9 @@ __device__ __forceinline__ void fence_proxy_async() {
                  : "l"(da), "l"(db), "r"(scale_d));                                     \
   }
 MOE_WGMMA_F8_DEF(64, 32, "32", "33", "34")
+// Wider FP8 tiles (bench/wgmma measures them against the kernel's n64 quarters).
+MOE_WGMMA_F8_DEF(128, 64, "64", "65", "66")
+MOE_WGMMA_F8_DEF(256, 128, "128", "129", "130")
 #undef MOE_WGMMA_F8_DEF
 MOE_WGMMA_DEF(128, 64, bf16, "64", "65", "66")
 MOE_WGMMA_DEF(256, 128, bf16, "128", "129", "130")

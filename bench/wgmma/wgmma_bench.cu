@@ -1,0 +1,306 @@
+// bench/wgmma: the tensor-pipe rate of FP8 warpgroup-MMA issue patterns with both operands
+// resident in shared memory (nothing loaded, no barrier): the ceiling of the grouped FP8 GEMM's
+// k-block structure (sm90_moe_wgmma_gemm.cuh, F8) and of the alternatives, on the same CTA tile
+// (two warpgroups of 64 tokens x 256 weight rows, 128 k per k-block, 128-byte swizzle).
+// Patterns, per warpgroup and k-block:
+//   quarters   the GEMM's: 4 x (4 wgmma m64n64k32 into one of two 32-register partial sums),
+//              two groups in flight (wait 1), each partial scaled into the f32 accumulators
+//   halves     2 x (4 wgmma m64n128k32 into one 64-register partial sum, wait 0, scale)
+//   q-direct   16 wgmma m64n64k32 straight into the accumulators, one group, wait 0 (no scaling:
+//              the tensor pipe alone at n64)
+//   h-direct   8 wgmma m64n128k32 likewise
+//   n256       4 wgmma m64n256k32 likewise
+// Then the quarters pattern with the GEMM's surroundings added one at a time (wgmma_real_kernel):
+// 4 operand stages rotated per k-block, items of 48 / 16 k-blocks (gate_up / down at D 6144, I
+// 2048) ending in a CTA barrier and the accumulators stored and zeroed, per-k-block scale loads.
+// One CTA of 256 threads per SM, `iters` k-blocks each; FLOP per cycle per SM from the CTA's own
+// clock64 span (so the SM clock under power limits does not enter), against the 8192 dense FP8
+// FLOP per cycle per SM of sm_90 (4096 x 2).
+// Usage: wgmma_bench [iters]   (default 20000)
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "../common/bench_util.cuh"
+#include "backends/cuda/kernels/moe_grouped/sm90_moe_wgmma_gemm.cuh"
+
+namespace {
+
+using namespace moe::cuda::wgmma_gemm;
+constexpr int kA = 2 * 64 * 128, kB = 256 * 128;  // bytes: two warpgroups' tokens, 256 rows
+
+enum Pattern { kQuarters, kHalves, kQDirect, kHDirect, kN256, kPatterns };
+const char* kNames[kPatterns] = {"quarters (the GEMM)", "halves n128", "q-direct n64",
+                                 "h-direct n128", "n256"};
+
+template <int P>
+__global__ void __launch_bounds__(256, 1)
+    wgmma_bench_kernel(const uint8_t* src, const float* scales, int iters, float* out,
+                       long long* cycles) {
+#ifdef MOE_WGMMA_ENABLED
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t s0 = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
+  uint8_t* sp = smem_raw + (s0 - static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)));
+  for (int i = threadIdx.x; i < (kA + kB) / 16; i += blockDim.x)
+    reinterpret_cast<uint4*>(sp)[i] = reinterpret_cast<const uint4*>(src)[i];
+  fence_proxy_async();
+  __syncthreads();
+  const int wg = threadIdx.x >> 7;
+  const uint64_t da = smem_desc(s0 + wg * 64 * 128), db = smem_desc(s0 + kA);
+  const float sc0 = scales[threadIdx.x & 3], sc1 = scales[4 + (threadIdx.x & 3)];
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+  float part[2][32];
+  float parth[64];
+  const long long t0 = clock64();
+  for (int it = 0; it < iters; ++it) {
+    wgmma_fence();
+    if constexpr (P == kQuarters) {
+      auto issue = [&](int qd) {
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+          wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
+        wgmma_commit();
+      };
+      auto promote = [&](int qd) {
+        fence_acc(part[qd & 1]);
+#pragma unroll
+        for (int i = 0; i < 32; ++i)
+          acc[32 * qd + i] = fmaf(part[qd & 1][i], (i & 2) ? sc1 : sc0, acc[32 * qd + i]);
+      };
+      issue(0);
+      issue(1);
+#pragma unroll
+      for (int qd = 0; qd < 4; ++qd) {
+        if (qd + 1 < 4)
+          wgmma_wait<1>();
+        else
+          wgmma_wait<0>();
+        promote(qd);
+        if (qd + 2 < 4) {
+          wgmma_fence();
+          issue(qd + 2);
+        }
+      }
+    } else if constexpr (P == kHalves) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (h > 0) wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+          wgmma_m64n128k32_e4m3(parth, da + 2 * kk, db + 1024 * h + 2 * kk, kk);
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_acc(parth);
+#pragma unroll
+        for (int i = 0; i < 64; ++i)
+          acc[64 * h + i] = fmaf(parth[i], (i & 2) ? sc1 : sc0, acc[64 * h + i]);
+      }
+    } else if constexpr (P == kQDirect) {
+#pragma unroll
+      for (int qd = 0; qd < 4; ++qd)
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+          wgmma_m64n64k32_e4m3(*reinterpret_cast<float(*)[32]>(acc + 32 * qd), da + 2 * kk,
+                               db + 512 * qd + 2 * kk, 1);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_acc(acc);
+    } else if constexpr (P == kHDirect) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+          wgmma_m64n128k32_e4m3(*reinterpret_cast<float(*)[64]>(acc + 64 * h), da + 2 * kk,
+                                db + 1024 * h + 2 * kk, 1);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_acc(acc);
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) wgmma_m64n256k32_e4m3(acc, da + 2 * kk, db + 2 * kk, 1);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_acc(acc);
+    }
+  }
+  const long long t1 = clock64();
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < 128; ++i) sum += acc[i];
+  out[(static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) * 128] = sum;
+  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+#else
+  __trap();
+#endif
+}
+
+// The quarters pattern with the GEMM's surroundings added one at a time: ST stages of operands
+// (48 KB each) rotated per k-block, items of IT k-blocks (0: none) ending in wait 0, a CTA barrier
+// and the accumulators stored and zeroed (an epilogue without its math), and per-k-block scale
+// loads (__ldg, used one k-block later) when SC.
+template <int ST, int IT, bool SC>
+__global__ void __launch_bounds__(256, 1)
+    wgmma_real_kernel(const uint8_t* src, const float* scales, int iters, float* out,
+                      long long* cycles) {
+#ifdef MOE_WGMMA_ENABLED
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t s0 = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
+  uint8_t* sp = smem_raw + (s0 - static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)));
+  for (int st = 0; st < ST; ++st)
+    for (int i = threadIdx.x; i < (kA + kB) / 16; i += blockDim.x)
+      reinterpret_cast<uint4*>(sp + st * (kA + kB))[i] = reinterpret_cast<const uint4*>(src)[i];
+  fence_proxy_async();
+  __syncthreads();
+  const int wg = threadIdx.x >> 7;
+  float sc0 = scales[threadIdx.x & 3], sc1 = scales[4 + (threadIdx.x & 3)];
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+  float part[2][32];
+  int stage = 0, left = IT;
+  const long long t0 = clock64();
+  for (int it = 0; it < iters; ++it) {
+    const uint32_t base = s0 + stage * (kA + kB);
+    const uint64_t da = smem_desc(base + wg * 64 * 128), db = smem_desc(base + kA);
+    float nsc0 = sc0, nsc1 = sc1;
+    if constexpr (SC) {
+      nsc0 = __ldg(scales + ((it + threadIdx.x) & 7));
+      nsc1 = __ldg(scales + ((it + threadIdx.x + 1) & 7));
+    }
+    wgmma_fence();
+    auto issue = [&](int qd) {
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
+      wgmma_commit();
+    };
+    auto promote = [&](int qd) {
+      fence_acc(part[qd & 1]);
+#pragma unroll
+      for (int i = 0; i < 32; ++i)
+        acc[32 * qd + i] = fmaf(part[qd & 1][i], (i & 2) ? sc1 : sc0, acc[32 * qd + i]);
+    };
+    issue(0);
+    issue(1);
+#pragma unroll
+    for (int qd = 0; qd < 4; ++qd) {
+      if (qd + 1 < 4)
+        wgmma_wait<1>();
+      else
+        wgmma_wait<0>();
+      promote(qd);
+      if (qd + 2 < 4) {
+        wgmma_fence();
+        issue(qd + 2);
+      }
+    }
+    sc0 = nsc0;
+    sc1 = nsc1;
+    stage = stage + 1 == ST ? 0 : stage + 1;
+    if constexpr (IT > 0) {
+      if (--left == 0) {
+        left = IT;
+        __syncthreads();
+        float* o = out + (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) * 128;
+#pragma unroll
+        for (int i = 0; i < 128; i += 4) {
+          *reinterpret_cast<float4*>(o + i) =
+              make_float4(acc[i], acc[i + 1], acc[i + 2], acc[i + 3]);
+          acc[i] = acc[i + 1] = acc[i + 2] = acc[i + 3] = 0.f;
+        }
+      }
+    }
+  }
+  const long long t1 = clock64();
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < 128; ++i) sum += acc[i];
+  out[(static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) * 128] += sum;
+  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+#else
+  __trap();
+#endif
+}
+
+template <typename K>
+void time_kernel(K k, int smem, const char* name, int sms, int iters, const uint8_t* src,
+                 const float* sc, float* out, long long* cyc) {
+  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  k<<<sms, 256, smem>>>(src, sc, 96, out, cyc);  // warm-up
+  CK(cudaGetLastError());
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  CK(cudaEventRecord(e0));
+  k<<<sms, 256, smem>>>(src, sc, iters, out, cyc);
+  CK(cudaEventRecord(e1));
+  CK(cudaEventSynchronize(e1));
+  float ms = 0.f;
+  CK(cudaEventElapsedTime(&ms, e0, e1));
+  long long* h = static_cast<long long*>(std::malloc(sizeof(long long) * sms));
+  CK(cudaMemcpy(h, cyc, sizeof(long long) * sms, cudaMemcpyDeviceToHost));
+  double mean = 0;
+  for (int i = 0; i < sms; ++i) mean += static_cast<double>(h[i]) / sms;
+  std::free(h);
+  const double flop_cta = 2.0 * 64 * 256 * 128 * 2 * iters;  // two warpgroups
+  const double fpc = flop_cta / mean;
+  std::printf("%-34s %9.1f TFLOP/s  %6.0f FLOP/cycle/SM  %5.1f%% of 8192  (%.3f ms, %.2f GHz)\n",
+              name, flop_cta * sms / (ms * 1e-3) / 1e12, fpc, 100.0 * fpc / 8192, ms,
+              mean / (ms * 1e-3) / 1e9);
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+}
+
+template <int P>
+void run(int sms, int iters, const uint8_t* src, const float* sc, float* out, long long* cyc) {
+  time_kernel(wgmma_bench_kernel<P>, kA + kB + 1024, kNames[P], sms, iters, src, sc, out, cyc);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int iters = argc > 1 ? std::atoi(argv[1]) : 20000;
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  if (prop.major != 9) {
+    std::fprintf(stderr, "wgmma_bench: needs sm_90 (found %d.%d)\n", prop.major, prop.minor);
+    return 2;
+  }
+  const int sms = prop.multiProcessorCount;
+  uint8_t* src = nullptr;
+  float *sc = nullptr, *out = nullptr;
+  long long* cyc = nullptr;
+  CK(cudaMalloc(&src, kA + kB));
+  CK(cudaMalloc(&sc, 8 * sizeof(float)));
+  CK(cudaMalloc(&out, sizeof(float) * sms * 256 * 128));
+  CK(cudaMalloc(&cyc, sizeof(long long) * sms));
+  moe::bench::fill_kernel<<<64, 256>>>(src, kA + kB, 7u, 1);  // E4M3 |v| < 2, no NaN
+  const float h_sc[8] = {1e-3f, 2e-3f, 3e-3f, 4e-3f, 5e-3f, 6e-3f, 7e-3f, 8e-3f};
+  CK(cudaMemcpy(sc, h_sc, sizeof(h_sc), cudaMemcpyHostToDevice));
+  std::printf("%s, %d SMs, %d k-blocks of 128 per CTA\n", prop.name, sms, iters);
+  run<kQuarters>(sms, iters, src, sc, out, cyc);
+  run<kHalves>(sms, iters, src, sc, out, cyc);
+  run<kQDirect>(sms, iters, src, sc, out, cyc);
+  run<kHDirect>(sms, iters, src, sc, out, cyc);
+  run<kN256>(sms, iters, src, sc, out, cyc);
+  const int big = 4 * (kA + kB) + 1024;
+  time_kernel(wgmma_real_kernel<4, 0, false>, big, "quarters, 4 stages rotated", sms, iters, src,
+              sc, out, cyc);
+  time_kernel(wgmma_real_kernel<1, 48, false>, kA + kB + 1024, "quarters, items of 48", sms, iters,
+              src, sc, out, cyc);
+  time_kernel(wgmma_real_kernel<1, 16, false>, kA + kB + 1024, "quarters, items of 16", sms, iters,
+              src, sc, out, cyc);
+  time_kernel(wgmma_real_kernel<1, 0, true>, kA + kB + 1024, "quarters, scale loads", sms, iters,
+              src, sc, out, cyc);
+  time_kernel(wgmma_real_kernel<4, 48, true>, big, "quarters, all three", sms, iters, src, sc, out,
+              cyc);
+  CK(cudaFree(src));
+  CK(cudaFree(sc));
+  CK(cudaFree(out));
+  CK(cudaFree(cyc));
+  return 0;
+}
