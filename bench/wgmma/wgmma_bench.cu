@@ -12,7 +12,9 @@
 //   n256       4 wgmma m64n256k32 likewise
 // Then the quarters pattern with the GEMM's surroundings added one at a time (wgmma_real_kernel):
 // 4 operand stages rotated per k-block, items of 48 / 16 k-blocks (gate_up / down at D 6144, I
-// 2048) ending in a CTA barrier and the accumulators stored and zeroed, per-k-block scale loads.
+// 2048) ending in a CTA barrier and the accumulators stored and zeroed, the same items in
+// ping-pong (the warpgroups half an item apart, each ending on a barrier of its own; not yet run
+// on the GPU), per-k-block scale loads.
 // One CTA of 256 threads per SM, `iters` k-blocks each; FLOP per cycle per SM from the CTA's own
 // clock64 span (so the SM clock under power limits does not enter), against the 8192 dense FP8
 // FLOP per cycle per SM of sm_90 (4096 x 2).
@@ -142,7 +144,9 @@ __global__ void __launch_bounds__(256, 1)
 // (48 KB each) rotated per k-block, items of IT k-blocks (0: none) ending in wait 0, a CTA barrier
 // and the accumulators stored and zeroed (an epilogue without its math), and per-k-block scale
 // loads (__ldg, used one k-block later) when SC.
-template <int ST, int IT, bool SC>
+// PP (ping-pong): the warpgroups' items are offset by half an item and each ends with a barrier
+// of its own warpgroup only, so one warpgroup's epilogue can overlap the other's wgmma.
+template <int ST, int IT, bool SC, bool PP = false>
 __global__ void __launch_bounds__(256, 1)
     wgmma_real_kernel(const uint8_t* src, const float* scales, int iters, float* out,
                       long long* cycles) {
@@ -161,7 +165,7 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.f;
   float part[2][32];
-  int stage = 0, left = IT;
+  int stage = 0, left = PP && wg == 1 ? IT / 2 : IT;
   const long long t0 = clock64();
   for (int it = 0; it < iters; ++it) {
     const uint32_t base = s0 + stage * (kA + kB);
@@ -204,7 +208,10 @@ __global__ void __launch_bounds__(256, 1)
     if constexpr (IT > 0) {
       if (--left == 0) {
         left = IT;
-        __syncthreads();
+        if constexpr (PP)
+          asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
+        else
+          __syncthreads();
         float* o = out + (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) * 128;
 #pragma unroll
         for (int i = 0; i < 128; i += 4) {
@@ -294,6 +301,10 @@ int main(int argc, char** argv) {
               src, sc, out, cyc);
   time_kernel(wgmma_real_kernel<1, 16, false>, kA + kB + 1024, "quarters, items of 16", sms, iters,
               src, sc, out, cyc);
+  time_kernel(wgmma_real_kernel<1, 48, false, true>, kA + kB + 1024,
+              "quarters, items of 48, ping-pong", sms, iters, src, sc, out, cyc);
+  time_kernel(wgmma_real_kernel<1, 16, false, true>, kA + kB + 1024,
+              "quarters, items of 16, ping-pong", sms, iters, src, sc, out, cyc);
   time_kernel(wgmma_real_kernel<1, 0, true>, kA + kB + 1024, "quarters, scale loads", sms, iters,
               src, sc, out, cyc);
   time_kernel(wgmma_real_kernel<4, 48, true>, big, "quarters, all three", sms, iters, src, sc, out,
