@@ -37,18 +37,74 @@ enum Pattern { kQuarters, kHalves, kQDirect, kHDirect, kN256, kPatterns };
 const char* kNames[kPatterns] = {"quarters (the GEMM)", "halves n128", "q-direct n64",
                                  "h-direct n128", "n256"};
 
+#ifdef MOE_WGMMA_ENABLED
+// Copies the operands (A then B, 128-byte-swizzle rows as filled) into `stages` consecutive
+// stages of the 1024-aligned dynamic shared memory, published to the async proxy; returns the
+// aligned shared address.
+__device__ __forceinline__ uint32_t stage_operands(const uint8_t* src, int stages) {
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t s0 = (raw + 1023u) & ~1023u;
+  uint8_t* sp = smem_raw + (s0 - raw);
+  for (int st = 0; st < stages; ++st)
+    for (int i = threadIdx.x; i < (kA + kB) / 16; i += blockDim.x)
+      reinterpret_cast<uint4*>(sp + st * (kA + kB))[i] = reinterpret_cast<const uint4*>(src)[i];
+  fence_proxy_async();
+  __syncthreads();
+  return s0;
+}
+
+// One k-block of the FP8 GEMM's quarters (sm90_moe_wgmma_gemm.cuh, F8): 4 x (4 wgmma m64n64k32
+// into one of two partial sums), two groups in flight, each partial scaled into acc.
+__device__ __forceinline__ void quarters_kblock(float (&acc)[128], float (&part)[2][32],
+                                                uint64_t da, uint64_t db, float sc0, float sc1) {
+  auto issue = [&](int qd) {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
+    wgmma_commit();
+  };
+  auto promote = [&](int qd) {
+    fence_acc(part[qd & 1]);
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      acc[32 * qd + i] = fmaf(part[qd & 1][i], (i & 2) ? sc1 : sc0, acc[32 * qd + i]);
+  };
+  issue(0);
+  issue(1);
+#pragma unroll
+  for (int qd = 0; qd < 4; ++qd) {
+    if (qd + 1 < 4)
+      wgmma_wait<1>();
+    else
+      wgmma_wait<0>();
+    promote(qd);
+    if (qd + 2 < 4) {
+      wgmma_fence();
+      issue(qd + 2);
+    }
+  }
+}
+
+// Ends a timed kernel: the accumulators' sum into the thread's output slot (keeps every wgmma
+// live), the CTA's clock64 span.
+__device__ __forceinline__ void finish(const float (&acc)[128], long long t0, float* out,
+                                       long long* cycles) {
+  const long long t1 = clock64();
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < 128; ++i) sum += acc[i];
+  out[(static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) * 128] += sum;
+  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+#endif
+
 template <int P>
 __global__ void __launch_bounds__(256, 1)
     wgmma_bench_kernel(const uint8_t* src, const float* scales, int iters, float* out,
                        long long* cycles) {
 #ifdef MOE_WGMMA_ENABLED
-  extern __shared__ uint8_t smem_raw[];
-  const uint32_t s0 = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
-  uint8_t* sp = smem_raw + (s0 - static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)));
-  for (int i = threadIdx.x; i < (kA + kB) / 16; i += blockDim.x)
-    reinterpret_cast<uint4*>(sp)[i] = reinterpret_cast<const uint4*>(src)[i];
-  fence_proxy_async();
-  __syncthreads();
+  const uint32_t s0 = stage_operands(src, 1);
   const int wg = threadIdx.x >> 7;
   const uint64_t da = smem_desc(s0 + wg * 64 * 128), db = smem_desc(s0 + kA);
   const float sc0 = scales[threadIdx.x & 3], sc1 = scales[4 + (threadIdx.x & 3)];
@@ -61,32 +117,7 @@ __global__ void __launch_bounds__(256, 1)
   for (int it = 0; it < iters; ++it) {
     wgmma_fence();
     if constexpr (P == kQuarters) {
-      auto issue = [&](int qd) {
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-          wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
-        wgmma_commit();
-      };
-      auto promote = [&](int qd) {
-        fence_acc(part[qd & 1]);
-#pragma unroll
-        for (int i = 0; i < 32; ++i)
-          acc[32 * qd + i] = fmaf(part[qd & 1][i], (i & 2) ? sc1 : sc0, acc[32 * qd + i]);
-      };
-      issue(0);
-      issue(1);
-#pragma unroll
-      for (int qd = 0; qd < 4; ++qd) {
-        if (qd + 1 < 4)
-          wgmma_wait<1>();
-        else
-          wgmma_wait<0>();
-        promote(qd);
-        if (qd + 2 < 4) {
-          wgmma_fence();
-          issue(qd + 2);
-        }
-      }
+      quarters_kblock(acc, part, da, db, sc0, sc1);
     } else if constexpr (P == kHalves) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -129,12 +160,7 @@ __global__ void __launch_bounds__(256, 1)
       fence_acc(acc);
     }
   }
-  const long long t1 = clock64();
-  float sum = 0.f;
-#pragma unroll
-  for (int i = 0; i < 128; ++i) sum += acc[i];
-  out[(static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) * 128] = sum;
-  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+  finish(acc, t0, out, cycles);
 #else
   __trap();
 #endif
@@ -151,14 +177,7 @@ __global__ void __launch_bounds__(256, 1)
     wgmma_real_kernel(const uint8_t* src, const float* scales, int iters, float* out,
                       long long* cycles) {
 #ifdef MOE_WGMMA_ENABLED
-  extern __shared__ uint8_t smem_raw[];
-  const uint32_t s0 = (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
-  uint8_t* sp = smem_raw + (s0 - static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)));
-  for (int st = 0; st < ST; ++st)
-    for (int i = threadIdx.x; i < (kA + kB) / 16; i += blockDim.x)
-      reinterpret_cast<uint4*>(sp + st * (kA + kB))[i] = reinterpret_cast<const uint4*>(src)[i];
-  fence_proxy_async();
-  __syncthreads();
+  const uint32_t s0 = stage_operands(src, ST);
   const int wg = threadIdx.x >> 7;
   float sc0 = scales[threadIdx.x & 3], sc1 = scales[4 + (threadIdx.x & 3)];
   float acc[128];
@@ -176,32 +195,7 @@ __global__ void __launch_bounds__(256, 1)
       nsc1 = __ldg(scales + ((it + threadIdx.x + 1) & 7));
     }
     wgmma_fence();
-    auto issue = [&](int qd) {
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-        wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
-      wgmma_commit();
-    };
-    auto promote = [&](int qd) {
-      fence_acc(part[qd & 1]);
-#pragma unroll
-      for (int i = 0; i < 32; ++i)
-        acc[32 * qd + i] = fmaf(part[qd & 1][i], (i & 2) ? sc1 : sc0, acc[32 * qd + i]);
-    };
-    issue(0);
-    issue(1);
-#pragma unroll
-    for (int qd = 0; qd < 4; ++qd) {
-      if (qd + 1 < 4)
-        wgmma_wait<1>();
-      else
-        wgmma_wait<0>();
-      promote(qd);
-      if (qd + 2 < 4) {
-        wgmma_fence();
-        issue(qd + 2);
-      }
-    }
+    quarters_kblock(acc, part, da, db, sc0, sc1);
     sc0 = nsc0;
     sc1 = nsc1;
     stage = stage + 1 == ST ? 0 : stage + 1;
@@ -222,12 +216,7 @@ __global__ void __launch_bounds__(256, 1)
       }
     }
   }
-  const long long t1 = clock64();
-  float sum = 0.f;
-#pragma unroll
-  for (int i = 0; i < 128; ++i) sum += acc[i];
-  out[(static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) * 128] += sum;
-  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+  finish(acc, t0, out, cycles);
 #else
   __trap();
 #endif
@@ -284,6 +273,7 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&src, kA + kB));
   CK(cudaMalloc(&sc, 8 * sizeof(float)));
   CK(cudaMalloc(&out, sizeof(float) * sms * 256 * 128));
+  CK(cudaMemset(out, 0, sizeof(float) * sms * 256 * 128));
   CK(cudaMalloc(&cyc, sizeof(long long) * sms));
   moe::bench::fill_kernel<<<64, 256>>>(src, kA + kB, 7u, 1);  // E4M3 |v| < 2, no NaN
   const float h_sc[8] = {1e-3f, 2e-3f, 3e-3f, 4e-3f, 5e-3f, 6e-3f, 7e-3f, 8e-3f};
