@@ -327,6 +327,182 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int c) {
   quad_swap_stage<2>(w, c & 2);
 }
 
+// F8, one quarter of a staged k-block of 128 (both operands in shared memory: descriptor da for
+// this warpgroup's 64 tokens, db for the BN staged rows, 128-byte swizzle, or the TMA tiles'
+// 64-byte swizzle when TMA): staged rows 64 qd.. (64 rows x 128 B = 512 x 16 B) by four wgmma
+// m64n64k32 e4m3 into part (one commit group).
+template <bool TMA>
+__device__ __forceinline__ void f8_issue(float (&part)[32], uint64_t da, uint64_t db, int qd) {
+#ifdef MOE_WGMMA_ENABLED
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    // TMA: quarter qd in box qd / 2 (16 KB), rows 64 (qd % 2) (4 KB), k half kk / 2 (8 KB), 32
+    // bytes into the 64-byte rows for odd kk. The stage's descriptor plus the tile's offset in its
+    // start-address field (bytes / 16; no carry: shared addresses stay below 2^18), so each
+    // wgmma's operand costs one add, not a descriptor built anew.
+    const int off = (qd >> 1) * 16384 + (qd & 1) * 4096 + (kk >> 1) * 8192 + (kk & 1) * 32;
+    const uint64_t b = TMA ? db + off / 16 : db + 512 * qd + 2 * kk;
+    wgmma_m64n64k32_e4m3(part, da + 2 * kk, b, kk);
+  }
+  wgmma_commit();
+#else
+  __trap();
+#endif
+}
+// The scales of a k-block for f8_promote: sca the thread's two tokens' activation scales, scw
+// the weight block scales of gate, up (gate_up) or staged rows 0..127, 128..255 (down).
+__device__ __forceinline__ void f8_scales(float (&sc)[4], const float (&sca)[2],
+                                          const float (&scw)[2]) {
+  sc[0] = sca[0] * scw[0], sc[1] = sca[1] * scw[0], sc[2] = sca[0] * scw[1],
+  sc[3] = sca[1] * scw[1];
+}
+// Quarter qd's finished partial sum, scaled, into acc. Accumulator 4 j + q: token half q >> 1,
+// staged row 8 j + 2 c + (q & 1) (gate_up: matrix j & 1, or j / 16 with TMA; down: 128-row block
+// j / 16); part[i] is accumulator 32 qd + i.
+template <int BN, bool GU, bool TMA>
+__device__ __forceinline__ void f8_promote(float (&acc)[BN / 2], float (&part)[32], int qd,
+                                           const float (&sc)[4]) {
+  fence_acc(part);
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    const int j = 8 * qd + i / 4, q = i % 4;
+    const int m = GU && !TMA ? (j & 1) : (BN == 256 ? j / 16 : 0);
+    acc[32 * qd + i] = fmaf(part[i], sc[2 * m + (q >> 1)], acc[32 * qd + i]);
+  }
+}
+// F8: one staged k-block into acc: per quarter of 64 rows f8_issue into part[qd & 1], two quarters
+// in flight, each finished quarter promoted (f8_promote) while the tensor cores run the next.
+// Ends with every wgmma complete.
+template <int BN, bool GU, bool TMA>
+__device__ __forceinline__ void f8_kblock(float (&acc)[BN / 2], float (&part)[2][32], uint64_t da,
+                                          uint64_t db, const float (&sca)[2],
+                                          const float (&scw)[2]) {
+  constexpr int kQuarters = BN / 64;
+  float sc[4];
+  f8_scales(sc, sca, scw);
+  wgmma_fence();
+  f8_issue<TMA>(part[0], da, db, 0);
+  f8_issue<TMA>(part[1], da, db, 1);
+#pragma unroll
+  for (int qd = 0; qd < kQuarters; ++qd) {
+    if (qd + 1 < kQuarters)
+      wgmma_wait<1>();
+    else
+      wgmma_wait<0>();
+    f8_promote<BN, GU, TMA>(acc, part[qd & 1], qd, sc);
+    if (qd + 2 < kQuarters) {
+      wgmma_fence();  // part[qd & 1] was just read
+      f8_issue<TMA>(part[qd & 1], da, db, qd + 2);
+    }
+  }
+}
+
+// The epilogue of item (expert e, tile of cnt tokens from pos0, n-block nblk) for this thread's
+// accumulators: accumulator 4 j + q holds token tok0 + 8 (q >= 2) (tok0 = warpgroup * 64 + warp in
+// it * 16 + lane / 4) and staged row 8 j + 2 c + (q & 1) (c = lane % 4). gate_up writes
+// h = silu(gate) * up (16-bit), down the routing-weighted rows (f32 or bf16,
+// MoeGemmParams::out_bf16).
+template <GroupedFmt F, int BN, bool GU, bool TMA>
+__device__ __forceinline__ void epilogue(const MoeGemmParams& p, int e, int pos0, int cnt,
+                                         int64_t nblk, const float (&acc)[BN / 2], int tok0,
+                                         int c) {
+  float gsc[2] = {1.f, 1.f};
+  if constexpr (F == GroupedFmt::kNvfp4) {
+    gsc[0] = p.gs[0][e] * grouped::kNvfp4Unscale;
+    gsc[1] = (GU ? p.gs[1][e] : p.gs[0][e]) * grouped::kNvfp4Unscale;
+  }
+  // 16-bit outputs leave by 16-byte stores: per 4 column groups of 8 (one 16-bit pair of each
+  // per lane of a quad) a quad transpose gives lane c group 4 m + c whole, so a row takes 64
+  // contiguous bytes per store instead of 4 lanes x 4 bytes (half sectors) per group.
+  // Every lane runs the shuffles; only the stores are predicated on the token.
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int tok = tok0 + 8 * hh;
+    const bool valid = tok < cnt;
+    if constexpr (GU) {
+      uint16_t* h = static_cast<uint16_t*>(p.out) +
+                    static_cast<int64_t>(pos0 + (valid ? tok : 0)) * p.N + nblk * (BN / 2);
+#pragma unroll
+      for (int m = 0; m < BN / 64; ++m) {
+        uint32_t w[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int j = 4 * m + i;
+          float hv[2];
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            // Gate and up of column 8 j + 2 c + q: interleaved by 8 rows, or (TMA) 128 apart.
+            const int jg = TMA ? j : 2 * j, ju = TMA ? j + BN / 16 : 2 * j + 1;
+            const float gv = acc[4 * jg + 2 * hh + q] * gsc[0],
+                        uv = acc[4 * ju + 2 * hh + q] * gsc[1];
+            hv[q] = gv / (1.f + __expf(-gv)) * uv;
+          }
+          if constexpr (F == GroupedFmt::kBf16) {
+            const __nv_bfloat162 b2 = __floats2bfloat162_rn(hv[0], hv[1]);
+            w[i] = *reinterpret_cast<const uint32_t*>(&b2);
+          } else {
+            w[i] =
+                grouped::act_bits(hv[0], true) | (uint32_t{grouped::act_bits(hv[1], true)} << 16);
+          }
+        }
+        quad_transpose(w, c);  // w[i]: columns 8 (4 m + c) + 2 i, + 1
+        uint4 o;
+        if constexpr (F == GroupedFmt::kNvfp4) {  // act_index order [0,4,2,6,1,5,3,7]
+          o = make_uint4(__byte_perm(w[0], w[2], 0x5410), __byte_perm(w[1], w[3], 0x5410),
+                         __byte_perm(w[0], w[2], 0x7632), __byte_perm(w[1], w[3], 0x7632));
+        } else {
+          o = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+        if (valid) *reinterpret_cast<uint4*>(h + 8 * (4 * m + c)) = o;
+      }
+    } else {
+      const int64_t slot = valid ? p.sorted_slot[pos0 + tok] : 0;
+      const float wv = valid ? p.slot_w[slot] * gsc[0] : 0.f;
+      const int64_t o = slot * p.N + nblk * BN;
+      if (p.out_bf16) {  // half the bytes for the combine to read (MoeGemmParams::out_bf16)
+        __nv_bfloat16* ob = static_cast<__nv_bfloat16*>(p.out) + o;
+#pragma unroll
+        for (int m = 0; m < BN / 32; ++m) {
+          uint32_t w[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int j = 4 * m + i;
+            const __nv_bfloat162 b2 =
+                __floats2bfloat162_rn(wv * acc[4 * j + 2 * hh], wv * acc[4 * j + 2 * hh + 1]);
+            w[i] = *reinterpret_cast<const uint32_t*>(&b2);
+          }
+          quad_transpose(w, c);
+          if (valid)
+            *reinterpret_cast<uint4*>(ob + 8 * (4 * m + c)) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+      } else if (valid) {
+        float* of = static_cast<float*>(p.out) + o + 2 * c;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+          *reinterpret_cast<float2*>(of + j * 8) =
+              make_float2(wv * acc[4 * j + 2 * hh], wv * acc[4 * j + 2 * hh + 1]);
+      }
+    }
+  }
+}
+
+// TMA: the weight rows of k-block ks (128 k) of item (expert e, n-block nblk) into the stage's
+// weight tile at dst, as boxes of 128 rows (gate_up: gate, up; down: rows nblk * BN + 128 b) on
+// the stage's mbarrier (arrival with the expected bytes included). One thread.
+template <int BN, bool GU>
+__device__ __forceinline__ void tma_weights(const MoeGemmParams& p, int e, int64_t nblk, int64_t ks,
+                                            uint32_t dst, uint32_t bar) {
+  grouped::mbar_arrive_expect_tx(bar, BN * 128);
+#pragma unroll
+  for (int b = 0; b < BN / 128; ++b) {
+    const int m = GU ? b : 0;
+    const int64_t row0 = GU ? nblk * 128 : nblk * BN + 128 * b;
+    grouped::tma_load_4d(dst + b * 16384,
+                         static_cast<const uint8_t*>(p.tmap) + (m * p.tmap_e + e) * 128, 0, 0,
+                         static_cast<int>(row0 / 16), static_cast<int>(2 * ks), bar);
+  }
+}
+
 // A quantized stage's weights in registers between their global load and the shared store.
 template <GroupedFmt F, int BN, bool F8>
 struct WRegs {
@@ -399,19 +575,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < kBM / 32; ++i)
       cp_async16(base + a_dst + i * 32 * kRowBytes, s.a[i] + ks * kRowBytes);
     if constexpr (TMA) {
-      // Boxes of 128 rows: gate_up gate, up (n-block nblk); down rows nblk * BN + 128 b.
-      if (tid == 0) {
-        const uint32_t bar = bars + 8 * stage;
-        grouped::mbar_arrive_expect_tx(bar, BN * 128);
-#pragma unroll
-        for (int b = 0; b < BN / 128; ++b) {
-          const int m = GU ? b : 0;
-          const int64_t row0 = GU ? s.nblk * 128 : s.nblk * BN + 128 * b;
-          grouped::tma_load_4d(base + kAStage + b * 16384,
-                               static_cast<const uint8_t*>(p.tmap) + (m * p.tmap_e + s.e) * 128, 0,
-                               0, static_cast<int>(row0 / 16), static_cast<int>(2 * ks), bar);
-        }
-      }
+      if (tid == 0) tma_weights<BN, GU>(p, s.e, s.nblk, ks, base + kAStage, bars + 8 * stage);
     } else if constexpr (!kQuant) {
 #pragma unroll
       for (int i = 0; i < kWLoads<F, BN, F8>; ++i) {
@@ -492,7 +656,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   // F8: partial sums of a quarter of 64 staged rows (two buffers: one is scaled while the tensor
   // cores fill the other).
-  constexpr int kQuarters = BN / 64;
   float part[2][F8 ? 32 : 1];
   while (true) {
 #pragma unroll
@@ -526,56 +689,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       const uint32_t sa = smem_s + stage * kStageBytes<BN> + wg * 64 * kRowBytes;
       const uint32_t sb = smem_s + stage * kStageBytes<BN> + kAStage;
-      const uint64_t da = smem_desc(sa), db = smem_desc(sb);
-      // TMA weight tiles (64-byte swizzle): the stage's descriptor; a tile's offset inside the
-      // stage is added to its start-address field (bytes / 16; no carry: shared addresses stay
-      // below 2^18), so each wgmma's operand costs one add, not a descriptor built anew.
-      const uint64_t dbt = smem_desc_sw64(sb);
-      wgmma_fence();
+      const uint64_t da = smem_desc(sa);
       if constexpr (F8) {
-#ifdef MOE_WGMMA_ENABLED
-        // Quarter qd: staged rows 64 qd.. (64 rows x 128 B = 512 x 16 B) into part[qd & 1].
-        auto issue = [&](int qd) {
-#pragma unroll
-          for (int kk = 0; kk < 4; ++kk) {
-            // TMA: quarter qd in box qd / 2 (16 KB), rows 64 (qd % 2) (4 KB), k half kk / 2
-            // (8 KB), 32 bytes into the 64-byte rows for odd kk.
-            const int off = (qd >> 1) * 16384 + (qd & 1) * 4096 + (kk >> 1) * 8192 + (kk & 1) * 32;
-            const uint64_t b = TMA ? dbt + off / 16 : db + 512 * qd + 2 * kk;
-            wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, b, kk);
-          }
-          wgmma_commit();
-        };
-#else
-        auto issue = [&](int) { __trap(); };
-#endif
-        // Accumulator 4 j + q: token half q >> 1, staged row 8 j + 2 c + (q & 1) (gate_up: matrix
-        // j & 1; down: 128-row block j / 16); part[qd & 1][i] is accumulator 32 qd + i.
-        const float sc[4] = {sca[0] * scw[0], sca[1] * scw[0], sca[0] * scw[1], sca[1] * scw[1]};
-        auto promote = [&](int qd) {
-          fence_acc(part[qd & 1]);
-#pragma unroll
-          for (int i = 0; i < 32; ++i) {
-            const int j = 8 * qd + i / 4, q = i % 4;
-            const int m = GU && !TMA ? (j & 1) : (BN == 256 ? j / 16 : 0);
-            acc[32 * qd + i] = fmaf(part[qd & 1][i], sc[2 * m + (q >> 1)], acc[32 * qd + i]);
-          }
-        };
-        issue(0);
-        issue(1);
-#pragma unroll
-        for (int qd = 0; qd < kQuarters; ++qd) {
-          if (qd + 1 < kQuarters)
-            wgmma_wait<1>();
-          else
-            wgmma_wait<0>();
-          promote(qd);
-          if (qd + 2 < kQuarters) {
-            wgmma_fence();  // part[qd & 1] was just read
-            issue(qd + 2);
-          }
-        }
+        // TMA weight tiles: 64-byte swizzle (f8_kblock adds each tile's offset).
+        f8_kblock<BN, GU, TMA>(acc, part, da, TMA ? smem_desc_sw64(sb) : smem_desc(sb), sca, scw);
       } else {
+        const uint64_t db = smem_desc(sb);
+        wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kBK / 16; ++kk) wgmma_k16<F, BN>(acc, da + 2 * kk, db + 2 * kk);
         wgmma_commit();
@@ -593,87 +713,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       prologue(cur);  // overlaps the epilogue below
     }
 
-    // Epilogue. Accumulator 4 j + q: token wg*64 + wq*16 + g + 8 (q >= 2), staged row
-    // 8 j + 2 c + (q & 1).
-    float gsc[2] = {1.f, 1.f};
-    if constexpr (F == GroupedFmt::kNvfp4) {
-      gsc[0] = p.gs[0][done.e] * grouped::kNvfp4Unscale;
-      gsc[1] = (GU ? p.gs[1][done.e] : p.gs[0][done.e]) * grouped::kNvfp4Unscale;
-    }
-    // 16-bit outputs leave by 16-byte stores: per 4 column groups of 8 (one 16-bit pair of each
-    // per lane of a quad) a quad transpose gives lane c group 4 m + c whole, so a row takes 64
-    // contiguous bytes per store instead of 4 lanes x 4 bytes (half sectors) per group.
-    // Every lane runs the shuffles; only the stores are predicated on the token.
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int tok = wg * 64 + wq * 16 + g + 8 * hh;
-      const bool valid = tok < done.cnt;
-      if constexpr (GU) {
-        uint16_t* h = static_cast<uint16_t*>(p.out) +
-                      static_cast<int64_t>(done.pos0 + (valid ? tok : 0)) * p.N +
-                      done.nblk * (BN / 2);
-#pragma unroll
-        for (int m = 0; m < BN / 64; ++m) {
-          uint32_t w[4];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const int j = 4 * m + i;
-            float hv[2];
-#pragma unroll
-            for (int q = 0; q < 2; ++q) {
-              // Gate and up of column 8 j + 2 c + q: interleaved by 8 rows, or (TMA) 128 apart.
-              const int jg = TMA ? j : 2 * j, ju = TMA ? j + BN / 16 : 2 * j + 1;
-              const float gv = acc[4 * jg + 2 * hh + q] * gsc[0],
-                          uv = acc[4 * ju + 2 * hh + q] * gsc[1];
-              hv[q] = gv / (1.f + __expf(-gv)) * uv;
-            }
-            if constexpr (F == GroupedFmt::kBf16) {
-              const __nv_bfloat162 b2 = __floats2bfloat162_rn(hv[0], hv[1]);
-              w[i] = *reinterpret_cast<const uint32_t*>(&b2);
-            } else {
-              w[i] =
-                  grouped::act_bits(hv[0], true) | (uint32_t{grouped::act_bits(hv[1], true)} << 16);
-            }
-          }
-          quad_transpose(w, c);  // w[i]: columns 8 (4 m + c) + 2 i, + 1
-          uint4 o;
-          if constexpr (F == GroupedFmt::kNvfp4) {  // act_index order [0,4,2,6,1,5,3,7]
-            o = make_uint4(__byte_perm(w[0], w[2], 0x5410), __byte_perm(w[1], w[3], 0x5410),
-                           __byte_perm(w[0], w[2], 0x7632), __byte_perm(w[1], w[3], 0x7632));
-          } else {
-            o = make_uint4(w[0], w[1], w[2], w[3]);
-          }
-          if (valid) *reinterpret_cast<uint4*>(h + 8 * (4 * m + c)) = o;
-        }
-      } else {
-        const int64_t slot = valid ? p.sorted_slot[done.pos0 + tok] : 0;
-        const float wv = valid ? p.slot_w[slot] * gsc[0] : 0.f;
-        const int64_t o = slot * p.N + done.nblk * BN;
-        if (p.out_bf16) {  // half the bytes for the combine to read (MoeGemmParams::out_bf16)
-          __nv_bfloat16* ob = static_cast<__nv_bfloat16*>(p.out) + o;
-#pragma unroll
-          for (int m = 0; m < BN / 32; ++m) {
-            uint32_t w[4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const int j = 4 * m + i;
-              const __nv_bfloat162 b2 =
-                  __floats2bfloat162_rn(wv * acc[4 * j + 2 * hh], wv * acc[4 * j + 2 * hh + 1]);
-              w[i] = *reinterpret_cast<const uint32_t*>(&b2);
-            }
-            quad_transpose(w, c);
-            if (valid)
-              *reinterpret_cast<uint4*>(ob + 8 * (4 * m + c)) = make_uint4(w[0], w[1], w[2], w[3]);
-          }
-        } else if (valid) {
-          float* of = static_cast<float*>(p.out) + o + 2 * c;
-#pragma unroll
-          for (int j = 0; j < BN / 8; ++j)
-            *reinterpret_cast<float2*>(of + j * 8) =
-                make_float2(wv * acc[4 * j + 2 * hh], wv * acc[4 * j + 2 * hh + 1]);
-        }
-      }
-    }
+    epilogue<F, BN, GU, TMA>(p, done.e, done.pos0, done.cnt, done.nblk, acc, wg * 64 + wq * 16 + g,
+                             c);
     if (next >= n_items) break;
     item = next;
   }
