@@ -651,9 +651,10 @@ TEST_F(MoeGroupedTest, Fp8ActivationsOnTheWarpgroupMma) {
 }
 
 // FP8 warpgroup-MMA GEMM with weight tiles by TMA (GroupedLaunch::wgmma_tma; tensor maps of
-// grouped_weight_tmaps): the same wgmma on the same values in the same order as the cp.async
-// kernel, so bit-identical to it, row-major and packed, both BN instances (D 384 / 640: down takes
-// 128 rows), several items per CTA, partial tiles, the hybrid.
+// grouped_weight_tmaps), and its warp-specialized form at 256 rows (GroupedLaunch::wgmma_ws): the
+// same wgmma on the same values in the same order as the cp.async kernel, so bit-identical to it,
+// row-major and packed, both BN instances (D 384 / 640: down takes 128 rows), several items per
+// CTA (the ring crossing items), partial tiles, the hybrid.
 TEST_F(MoeGroupedTest, WarpgroupMmaTmaIsBitIdentical) {
   if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
     GTEST_SKIP() << "wgmma needs sm_90";
@@ -671,13 +672,41 @@ TEST_F(MoeGroupedTest, WarpgroupMmaTmaIsBitIdentical) {
   for (bool packed : {false, true}) {
     prepare_ = packed;
     for (const Case& c : cases) {
-      Launch without = c.l, with = c.l;
+      Launch without = c.l, with = c.l, ws = c.l;
       without.wgmma_tma = false;
       with.wgmma_tma = true;
+      with.wgmma_ws = false;
+      ws.wgmma_tma = ws.wgmma_ws = true;
+      ws.wgmma_pairs = false;
       const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, without);
       const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, with);
+      const Tensor w = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, ws);
       EXPECT_EQ(differing_floats(a, b), 0)
           << "T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+      EXPECT_EQ(differing_floats(a, w), 0)
+          << "warp-specialized: T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+    }
+  }
+  // 2-CTA clusters over pair units (GroupedLaunch::wgmma_pairs; I % 256 == 0, D % 512 == 0):
+  // chunks of 129..256 tokens (both halves, even and odd n-blocks), lone chunks of <= 128 (each CTA
+  // its own n-blocks), experts of exactly 256 (T 256, K 1 on one expert) and 256 + 128 tokens (T
+  // 384, K 2 on two experts), several chunks per expert (T 700), empty experts, several items per
+  // cluster; bit-identical to the kernel without warp specialization.
+  const Case pair_cases[] = {
+      {300, 512, 256, 8, 2, Routing::kRandom, tc},   {1000, 512, 256, 64, 3, Routing::kRandom, tc},
+      {77, 1024, 512, 8, 3, Routing::kOne, tc},      {256, 512, 256, 8, 1, Routing::kOne, tc},
+      {384, 512, 256, 8, 2, Routing::kOne, tc},      {700, 512, 256, 4, 2, Routing::kOne, tc},
+      {2500, 1024, 256, 16, 2, Routing::kRandom, tc}};
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (const Case& c : pair_cases) {
+      Launch base = c.l, pairs = c.l;
+      base.wgmma_ws = false;
+      pairs.wgmma_tma = pairs.wgmma_ws = pairs.wgmma_pairs = true;
+      const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, base);
+      const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, pairs);
+      EXPECT_EQ(differing_floats(a, b), 0)
+          << "pairs: T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
     }
   }
   // CudaOps: prepare_experts' maps (the harness checks they exist) under the heuristic's

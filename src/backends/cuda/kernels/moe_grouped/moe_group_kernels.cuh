@@ -195,8 +195,18 @@ __global__ void __launch_bounds__(kGroupThreads)
     if (e < p.E) {
       off[e] = ex.x;
       int4* list = reinterpret_cast<int4*>(big ? p.big_tiles : p.tiles);
-      for (int j = 0; j < nt; ++j)
-        list[first + j] = make_int4(e, ex.x + j * tt, min(tt, c - j * tt), 0);
+      if (p.pair_units) {  // tt == 128 and no big tiles (launch_moe_group): nt units
+        for (int j = 0; j < nt; ++j) {
+          const int cc = min(256, c - (j >> 1) * 256);
+          list[first + j] = make_int4(e, ex.x + (j >> 1) * 256, cc,
+                                      cc <= 128 ? kLone
+                                      : (j & 1) ? kPairOdd
+                                                : kPairEven);
+        }
+      } else {
+        for (int j = 0; j < nt; ++j)
+          list[first + j] = make_int4(e, ex.x + j * tt, min(tt, c - j * tt), 0);
+      }
     }
     __syncthreads();     // off[] (and the zeroed wcnt) before the placement
     if (p.chunks > 0) {  // each chunk's first position per expert, for moe_group_place_kernel
@@ -283,6 +293,7 @@ __global__ void __launch_bounds__(256)
   const unsigned mask = 0xffffu << (threadIdx.x & 16);
   for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
     const int4 td = reinterpret_cast<const int4*>(tiles)[unit / kQuantRowsUnits];
+    if (td.w == kPairOdd) continue;  // pair units: the chunk's rows are its kPairEven unit's
     for (int r0 = (unit % kQuantRowsUnits) * kQuantRowsUnitRows; r0 < td.z;
          r0 += kQuantRowsUnits * kQuantRowsUnitRows) {
       const int n = min(kQuantRowsUnitRows, td.z - r0) * per_row;

@@ -113,6 +113,17 @@ struct GroupedLaunch {
   // session 18): glm5 FP8 T 2048 / 4096 / 8192 3225 / 5163..5550 / 9053..9116 us -> 2994 /
   // 4919..4987 / 7957..8222.
   bool wgmma_tma = true;
+  // With wgmma_tma, 256-row CTAs (gate_up, and down where D % 256 == 0): the warp-specialized
+  // kernel (sm90_moe_wgmma_ws.cuh: a producer warpgroup loads, two consumer warpgroups compute,
+  // stages handed over by mbarriers) instead of every thread loading and a CTA barrier per k-block.
+  // Bit-identical results.
+  bool wgmma_ws = true;
+  // With wgmma_ws, 2-CTA clusters where both GEMMs take 256-row CTAs with an even number of
+  // n-blocks (I % 256 == 0, D % 512 == 0) and no hybrid: moe_group lists pair units
+  // (MoeGroupParams::pair_units) and each weight tile is loaded once for two token tiles of its
+  // expert (TMA multicast, half by each CTA): 32 instead of 48 KB of L2 reads per CTA per stage.
+  // Bit-identical results.
+  bool wgmma_pairs = true;
   // Programmatic dependent launch (sm_90): the call's launches (grouping, GEMMs, FP8 quantization,
   // combine) go out with programmatic stream serialization, each kernel waits for its predecessor
   // in its first instruction (griddepcontrol.wait) and the grouping and GEMM kernels let their
@@ -122,6 +133,9 @@ struct GroupedLaunch {
   bool pdl = false;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
 };
+
+// Kinds of a pair unit (MoeGroupParams::pair_units), the 4th int of its record.
+enum PairUnitKind : int32_t { kPairEven = 1, kPairOdd = 2, kLone = 3 };
 
 struct MoeGroupParams {
   const float* x = nullptr;  // [T, D]
@@ -141,6 +155,14 @@ struct MoeGroupParams {
   int32_t* tiles = nullptr;        // out [max_tiles, 4]: expert, first position, tokens, 0
   int32_t* num_tiles = nullptr;    // out [1]
   int64_t max_tiles = 0;
+  // Pair units (tile_tokens 128, no big tiles; GroupedLaunch::wgmma_pairs): the list holds the
+  // units of the 2-CTA cluster GEMM instead of tiles, as many as the 128-token tiles: an expert's
+  // tokens in chunks of 256 from its first position; a chunk of more than 128 tokens is listed
+  // twice, kind kPairEven then kPairOdd (the cluster's two CTAs compute its two 128-token halves
+  // for the even, then the odd n-blocks, sharing each weight tile), a chunk of 128 or fewer once as
+  // kLone (each CTA computes it for its own n-blocks). The record is {expert, first position,
+  // tokens of the chunk, kind}.
+  bool pair_units = false;
   // Hybrid (big_min > 0): experts with at least big_min tokens get tiles of kGroupedBigTile tokens
   // in a second list (big_tiles, *num_big) for the warpgroup-MMA GEMM; the others get
   // tile_tokens-wide tiles in `tiles`. Grouped positions stay one contiguous order over both.
@@ -201,6 +223,8 @@ struct MoeGemmParams {
   // (grouped_weight_tmaps); null: the weights are copied by cp.async.
   const void* tmap = nullptr;
   int64_t tmap_e = 0;
+  // `tiles` lists pair units (MoeGroupParams::pair_units): the 2-CTA cluster kernel.
+  bool pairs = false;
 };
 
 // Stream-K workspace of a grouped call with launch `l` (all zero unless pipelined): one counter

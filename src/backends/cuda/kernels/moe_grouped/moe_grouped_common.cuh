@@ -208,6 +208,12 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
                : "memory");
 #endif
 }
+// One arrival (release, CTA scope).
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+#ifndef MOE_NO_BULK
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+#endif
+}
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 #ifndef MOE_NO_BULK
   asm volatile(

@@ -251,6 +251,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     gp.xq_scale = qs;
     if (l.wgmma) gp.xa = nullptr;  // every expert's GEMMs read xq: no 16-bit copy of x
   }
+  // 2-CTA clusters sharing weight tiles (GroupedLaunch::wgmma_pairs): the list holds pair units.
+  const bool pairs = f8 && l.wgmma && !hybrid && l.wgmma_tma && l.wgmma_ws && l.wgmma_pairs &&
+                     ge.tmaps != nullptr && gp.tile_tokens == 128 && ge.I % 256 == 0 &&
+                     ge.D % 512 == 0;
+  gp.pair_units = pairs;
   const GroupedSkSizes sk = grouped_sk_sizes(l);
   if (sk.warps > 0) {
     MOE_CHECK(s.sk_counters != nullptr && s.sk_partials != nullptr)
@@ -294,6 +299,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
         p.tmap = static_cast<const uint8_t*>(ge.tmaps) + (p.gate_up ? 0 : 2 * ge.E * 128);
         p.tmap_e = ge.E;
       }
+      p.pairs = pairs;
     }
     launch_moe_gemm(p, l.wgmma ? l : lb, stream);
   };

@@ -7,6 +7,7 @@
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_launch.h"
 #include "backends/cuda/kernels/moe_grouped/sm80_moe_tile_gemm.cuh"
 #include "backends/cuda/kernels/moe_grouped/sm90_moe_wgmma_gemm.cuh"
+#include "backends/cuda/kernels/moe_grouped/sm90_moe_wgmma_ws.cuh"
 
 namespace moe::cuda {
 namespace {
@@ -49,7 +50,8 @@ void launch_wgmma_fmt(const MoeGemmParams& p, const GroupedLaunch& l, Stream str
 // FP8 weights with FP8 activations (p.act_scale): 256 weight rows per CTA like the F16 kernel
 // (gate_up: 128 gate + 128 up, whole 128-row scale blocks), 128 for a down GEMM whose D is not a
 // multiple of 256.
-// With tensor maps (p.tmap, GroupedLaunch::wgmma_tma) the weights come by TMA.
+// With tensor maps (p.tmap, GroupedLaunch::wgmma_tma) the weights come by TMA, at 256 rows from
+// the warp-specialized kernel (GroupedLaunch::wgmma_ws).
 template <int BN>
 void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   using wgmma_gemm::moe_wgmma_gemm_kernel;
@@ -63,6 +65,30 @@ void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream s
                       stream, l.pdl);
   };
   if constexpr (BN == 256) {
+    if (tma && p.pairs) {  // pair units (moe_group): 2-CTA clusters sharing weight tiles
+      MOE_CHECK((p.gate_up ? p.N / 128 : p.N / 256) % 2 == 0 && p.N % 256 == 0)
+          << "moe_wgmma_gemm (pairs): an even number of 256-row n-blocks (N " << p.N << ")";
+      const char* name =
+          p.gate_up ? "moe_grouped/wgmma_f8pair_gate_up" : "moe_grouped/wgmma_f8pair_down";
+      auto k = p.gate_up ? wgmma_gemm::moe_wgmma_f8pair_kernel<true>
+                         : wgmma_gemm::moe_wgmma_f8pair_kernel<false>;
+      MOE_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          wgmma_gemm::kSmemBytesWs),
+                     name);
+      MOE_CHECK(l.sm_count >= 2) << name << ": needs 2 SMs";
+      launch_k(k, dim3(l.sm_count / 2 * 2), dim3(wgmma_gemm::kWsThreads), wgmma_gemm::kSmemBytesWs,
+               stream, l.pdl, p);
+      MOE_CUDA_CHECK_LAUNCH(name);
+      return;
+    }
+    if (tma && l.wgmma_ws) {
+      const char* name =
+          p.gate_up ? "moe_grouped/wgmma_f8ws_gate_up" : "moe_grouped/wgmma_f8ws_down";
+      auto k = p.gate_up ? wgmma_gemm::moe_wgmma_f8ws_kernel<true>
+                         : wgmma_gemm::moe_wgmma_f8ws_kernel<false>;
+      return launch_persistent(k, p, wgmma_gemm::kWsThreads, wgmma_gemm::kSmemBytesWs, l.sm_count,
+                               1, name, stream, l.pdl);
+    }
     if (tma)
       p.gate_up ? go(moe_wgmma_gemm_kernel<F, BN, true, true, true>)
                 : go(moe_wgmma_gemm_kernel<F, BN, false, true, true>);
@@ -75,6 +101,8 @@ void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream s
   }
 }
 void launch_wgmma_f8(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  MOE_CHECK(!p.pairs || (p.tmap != nullptr && (p.gate_up || p.N % 256 == 0)))
+      << "moe_wgmma_gemm: pair units need tensor maps and 256-row n-blocks (N " << p.N << ")";
   MOE_CHECK(p.Kd % 128 == 0 && p.N % 128 == 0) << "moe_wgmma_gemm (FP8 activations): N " << p.N
                                                << " and K " << p.Kd << " must be multiples of 128";
   if (p.gate_up || p.N % 256 == 0) return launch_wgmma_f8_bn<256>(p, l, stream);
@@ -111,12 +139,15 @@ int wgmma_regs() {
                     kernel_regs(moe_wgmma_gemm_kernel<F, 256, false>),
                     kernel_regs(moe_wgmma_gemm_kernel<F, 128, false>)});
   if constexpr (F == GroupedFmt::kFp8Block)
-    r = std::max({r, kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, true>),
-                  kernel_regs(moe_wgmma_gemm_kernel<F, 256, false, true>),
-                  kernel_regs(moe_wgmma_gemm_kernel<F, 128, false, true>),
-                  kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, true, true>),
-                  kernel_regs(moe_wgmma_gemm_kernel<F, 256, false, true, true>),
-                  kernel_regs(moe_wgmma_gemm_kernel<F, 128, false, true, true>)});
+    r = std::max(
+        {r, kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, true>),
+         kernel_regs(moe_wgmma_gemm_kernel<F, 256, false, true>),
+         kernel_regs(moe_wgmma_gemm_kernel<F, 128, false, true>),
+         kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, true, true>),
+         kernel_regs(moe_wgmma_gemm_kernel<F, 256, false, true, true>),
+         kernel_regs(moe_wgmma_gemm_kernel<F, 128, false, true, true>),
+         kernel_regs(moe_wgmma_f8ws_kernel<true>), kernel_regs(moe_wgmma_f8ws_kernel<false>),
+         kernel_regs(moe_wgmma_f8pair_kernel<true>), kernel_regs(moe_wgmma_f8pair_kernel<false>)});
   return r;
 }
 

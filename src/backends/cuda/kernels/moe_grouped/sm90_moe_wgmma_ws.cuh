@@ -1,0 +1,287 @@
+// Warp-specialized form of the FP8 warpgroup-MMA GEMM (sm90_moe_wgmma_gemm.cuh, F8 with weight
+// tiles by TMA, 256 weight rows per CTA): the same wgmma on the same staged values in the same
+// order per accumulator (f8_kblock, epilogue), so bit-identical to it; what changes is who loads
+// and how the stages are handed over.
+//
+// A CTA is three warpgroups (384 threads). Warpgroup 0 produces: thread 0 issues each stage's
+// weight tiles by TMA (tma_weights) onto the stage's `full` mbarrier, and the 128 threads gather
+// the stage's 128 activation rows (128 k of E4M3 each, the 128-byte-swizzle rows of the F8
+// kernel) by cp.async, 8 16-byte chunks each, each thread's arrival on `full` triggered when its
+// copies have landed (cp.async.mbarrier.arrive.noinc), so a producer never waits for its own
+// copies. cp.async writes through the generic proxy and the wgmma reads through the async proxy:
+// a consumer fences (fence.proxy.async) after its wait on `full`. Warpgroups 1 and 2 consume,
+// each its 64 tokens, one k-block at a time (f8_kblock: quarters of 64 weight rows, two in flight,
+// each promoted while the next runs), and release the stage, one arrival per warp on its `empty`
+// mbarrier, once its wgmma completed; the producer waits on that before refilling it. No CTA-wide
+// barrier after the start: the producer runs up to a ring ahead (4 stages of 48 KB) across item
+// boundaries, so the next item's first stages land during the epilogue, and no thread that issues
+// wgmma issues a copy.
+// Registers: the producer gives registers back (setmaxnreg 40), the consumers take them
+// (setmaxnreg 232: 128 f32 accumulators + 64 of partial sums).
+//
+// Pairs (moe_wgmma_f8pair_kernel, GroupedLaunch::wgmma_pairs): 2-CTA clusters over the pair units
+// of moe_group (MoeGroupParams::pair_units). Cluster item i is unit i / (n_blocks / 2), n-block
+// pair q = i % (n_blocks / 2). A kPairEven / kPairOdd unit (a chunk of 129..256 tokens of one
+// expert): CTA r computes tokens 128 r.. of it for n-block 2 q (even) or 2 q + 1 (odd), and each
+// CTA's producer loads one of the two 128-row weight boxes with TMA multicast into both CTAs (the
+// same offset in each, each CTA's `full` barrier expecting the whole tile); a kLone unit (128
+// tokens or fewer): CTA r computes all of them for n-block 2 q + r with its own weights. A stage is
+// refilled only once the consumers of both CTAs released it (their 16 warps arrive on the `empty`
+// barriers of both), and the CTAs end together (cluster barrier) so that no arrival or multicast
+// targets a CTA that has exited. The token tiles are those of the 128-token list, so the results
+// are the same bits.
+#pragma once
+
+#include "backends/cuda/kernels/moe_grouped/sm90_moe_wgmma_gemm.cuh"
+
+namespace moe::cuda::wgmma_gemm {
+
+constexpr int kWsThreads = 384;  // producer warpgroup + two consumer warpgroups
+constexpr int kWsStages = 4;     // ring of [128 tokens + 256 rows] x 128 k (48 KB each)
+// Ring, then a `full` and an `empty` mbarrier per stage, + the alignment of the swizzle atoms.
+constexpr int kSmemBytesWs = kWsStages * kStageBytes<256> + 16 * kWsStages + 1024;
+static_assert(kSmemBytesWs <= 232448);
+
+__device__ __forceinline__ void setmaxnreg_dec40() {
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void setmaxnreg_inc232() {
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;" ::: "memory");
+#endif
+}
+
+// An arrival on the mbarrier at `bar` once every cp.async this thread issued before has landed
+// (no pending-count increment: the barrier's count includes it).
+__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+#endif
+}
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r = 0;
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;" ::: "memory");
+#endif
+}
+// An arrival on the mbarrier at shared offset `bar` of cluster CTA `rank`.
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+#endif
+}
+// TMA tile of a 4-D tensor map multicast to the cluster CTAs in `mask`: lands at shared offset dst
+// of each, counted on the mbarrier at offset bar of each.
+__device__ __forceinline__ void tma_load_4d_multicast(uint32_t dst, const void* tmap, int c0,
+                                                      int c1, int c2, int c3, uint32_t bar,
+                                                      uint16_t mask) {
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
+      "cluster [%0], [%1, {%2, %3, %4, %5}], [%6], %7;" ::"r"(dst),
+      "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar), "h"(mask)
+      : "memory");
+#endif
+}
+
+// What a CTA computes for work item `item`: expert, token tile (first position, count), n-block,
+// and whether its weight tile is shared with the cluster's other CTA (mc).
+struct WsItem {
+  int e, pos0, cnt;
+  int64_t nblk;
+  bool mc;
+};
+template <bool PAIRS>
+__device__ __forceinline__ WsItem ws_item(const MoeGemmParams& p, int64_t item, int64_t n_blocks,
+                                          int rank) {
+  WsItem w;
+  if constexpr (PAIRS) {
+    const int64_t half = n_blocks / 2;
+    const int4 td = reinterpret_cast<const int4*>(p.tiles)[item / half];
+    const int64_t q = item % half;
+    w.e = td.x;
+    w.mc = td.w != kLone;
+    if (w.mc) {
+      w.pos0 = td.y + 128 * rank, w.cnt = min(128, td.z - 128 * rank);
+      w.nblk = 2 * q + (td.w == kPairOdd ? 1 : 0);
+    } else {
+      w.pos0 = td.y, w.cnt = td.z, w.nblk = 2 * q + rank;
+    }
+  } else {
+    const int4 td = reinterpret_cast<const int4*>(p.tiles)[item / n_blocks];
+    w.e = td.x, w.pos0 = td.y, w.cnt = td.z, w.nblk = item % n_blocks, w.mc = false;
+  }
+  return w;
+}
+
+template <bool GU, bool PAIRS>
+__device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
+  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
+  grouped::pdl_launch_dependents();
+  constexpr int BN = 256;
+  constexpr int kAStage = kBM * kRowBytes;
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t smem_s =
+      (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
+  const uint32_t full = smem_s + kWsStages * kStageBytes<BN>, empty = full + 8 * kWsStages;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t n_blocks = GU ? p.N / (BN / 2) : p.N / BN;
+  // PAIRS: cluster items over the units, clusters of 2 consecutive CTAs.
+  const int rank = PAIRS ? static_cast<int>(cluster_ctarank()) : 0;
+  const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * (PAIRS ? n_blocks / 2 : n_blocks);
+  const int64_t first = PAIRS ? blockIdx.x / 2 : blockIdx.x,
+                stride = PAIRS ? gridDim.x / 2 : gridDim.x;
+  const int64_t ksteps = p.Kd / 128;
+  if (tid == 0) {
+    for (int st = 0; st < kWsStages; ++st) {
+      grouped::mbar_init(full + 8 * st, 128 + 1);          // the producer threads + the TMA arrival
+      grouped::mbar_init(empty + 8 * st, PAIRS ? 16 : 8);  // the consumers' warps (both CTAs)
+    }
+    grouped::mbar_init_fence();
+  }
+  if constexpr (PAIRS)
+    cluster_sync();  // the partner's barriers are initialised before anything targets them
+  else
+    __syncthreads();
+
+  if (warp < 4) {
+    // Producer. Thread t copies 16-byte chunk t % 8 of activation rows t / 8 + 16 i.
+    setmaxnreg_dec40();
+    const uint8_t* act = static_cast<const uint8_t*>(p.act);
+    const int ch = tid & 7, r0 = tid >> 3;
+    int stage = 0;
+    uint32_t ephase = 1;  // a fresh barrier's preceding phase counts as complete
+    for (int64_t item = first; item < n_items; item += stride) {
+      const WsItem w = ws_item<PAIRS>(p, item, n_blocks, rank);
+      int32_t row[kBM / 16];
+#pragma unroll
+      for (int i = 0; i < kBM / 16; ++i)
+        row[i] = static_cast<int32_t>(act_row<GU>(p, w.pos0, min(r0 + 16 * i, w.cnt - 1)));
+      for (int64_t ks = 0; ks < ksteps; ++ks) {
+        grouped::mbar_wait(empty + 8 * stage, ephase);
+        const uint32_t base = smem_s + stage * kStageBytes<BN>;
+        if (tid == 0) {
+          if (PAIRS && w.mc) {  // box `rank` of the tile into both CTAs
+            grouped::mbar_arrive_expect_tx(full + 8 * stage, BN * 128);
+            const int m = GU ? rank : 0;
+            const int64_t row0 = GU ? w.nblk * 128 : w.nblk * BN + 128 * rank;
+            tma_load_4d_multicast(base + kAStage + rank * 16384,
+                                  static_cast<const uint8_t*>(p.tmap) + (m * p.tmap_e + w.e) * 128,
+                                  0, 0, static_cast<int>(row0 / 16), static_cast<int>(2 * ks),
+                                  full + 8 * stage, 3);
+          } else {
+            tma_weights<BN, GU>(p, w.e, w.nblk, ks, base + kAStage, full + 8 * stage);
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < kBM / 16; ++i)
+          cp_async16(base + swz(r0 + 16 * i, ch), act + row[i] * p.Kd + ks * 128 + ch * 16);
+        // The stage's full barrier counts this thread's arrival once its copies landed.
+        cp_async_arrive_noinc(full + 8 * stage);
+        if (++stage == kWsStages) stage = 0, ephase ^= 1u;
+      }
+    }
+    cp_async_wait<0>();  // no thread leaves with copies (and their arrivals) outstanding
+  } else {
+    // Consumers: warpgroup wg (64 tokens of the tile), warp wq in it, one k-block at a time
+    // (f8_kblock: quarters of 64 weight rows, two in flight, each promoted while the next runs).
+    // Measured and not kept (docs/perf.md, session 23): the next k-block's first quarter issued
+    // before this one's last promotion (no faster; with a wgmma in flight across a loop's back
+    // edge ptxas serializes every wgmma, C7514, so it needs unrolled groups, which spill), and a
+    // warpgroup whose 64 rows are all padding skipping its wgmma (spills; slower).
+    setmaxnreg_inc232();
+    const int wg = (warp >> 2) - 1, wq = warp & 3, g = lane >> 2, c = lane & 3;
+    const int tok0 = wg * 64 + wq * 16 + g;
+    const int64_t kb = p.Kd / 128;
+    // The activation scale rows of the thread's two tokens and the weight block-scale rows of its
+    // columns (gate_up: gate, up; down: staged rows 0..127, 128..255) of item w.
+    struct ScaleRows {
+      const float* a[2];
+      const float* w[2];
+    };
+    auto scale_rows = [&](const WsItem& w) {
+      ScaleRows r;
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        r.a[hh] = p.act_scale + act_row<GU>(p, w.pos0, min(tok0 + 8 * hh, w.cnt - 1)) * kb;
+        const int64_t row0 = GU ? w.nblk * (BN / 2) : w.nblk * BN + 128 * hh;
+        r.w[hh] = static_cast<const float*>(p.s[GU ? hh : 0][w.e]) + (row0 / 128) * kb;
+      }
+      return r;
+    };
+    float nsa[2], nsw[2];  // the next k-block's scales, loaded a k-block ahead
+    auto load_scales = [&](const ScaleRows& r, int64_t ks) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) nsa[i] = __ldg(r.a[i] + ks), nsw[i] = __ldg(r.w[i] + ks);
+    };
+    // Waits for stage st's data (phase ph) and returns its descriptors.
+    auto acquire = [&](int st, uint32_t ph, uint64_t& da, uint64_t& db) {
+      grouped::mbar_wait(full + 8 * st, ph);
+      fence_proxy_async();  // the producers' cp.async (generic proxy) before the wgmma's reads
+      const uint32_t base = smem_s + st * kStageBytes<BN>;
+      da = smem_desc(base + wg * 64 * kRowBytes);
+      db = smem_desc_sw64(base + kAStage);
+    };
+    // Releases stage st (every wgmma reading it complete) to the producers (of both CTAs).
+    auto release = [&](int st) {
+      __syncwarp();
+      if (lane == 0) {
+        if constexpr (PAIRS) {
+          mbar_arrive_cluster(empty + 8 * st, 0);
+          mbar_arrive_cluster(empty + 8 * st, 1);
+        } else {
+          grouped::mbar_arrive(empty + 8 * st);
+        }
+      }
+    };
+    float acc[BN / 2];
+    float part[2][32];
+    int stage = 0;
+    uint32_t fphase = 0;
+    for (int64_t item = first; item < n_items; item += stride) {
+      const WsItem w = ws_item<PAIRS>(p, item, n_blocks, rank);
+      const ScaleRows sr = scale_rows(w);
+      load_scales(sr, 0);
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+      fence_acc(acc);
+      for (int64_t ks = 0; ks < ksteps; ++ks) {
+        const float sca[2] = {nsa[0], nsa[1]}, scw[2] = {nsw[0], nsw[1]};
+        if (ks + 1 < ksteps) load_scales(sr, ks + 1);
+        uint64_t da, db;
+        acquire(stage, fphase, da, db);
+        f8_kblock<BN, GU, true>(acc, part, da, db, sca, scw);
+        release(stage);
+        if (++stage == kWsStages) stage = 0, fphase ^= 1u;
+      }
+      fence_acc(acc);
+      epilogue<GroupedFmt::kFp8Block, BN, GU, true>(p, w.e, w.pos0, w.cnt, w.nblk, acc, tok0, c);
+    }
+  }
+  if constexpr (PAIRS) cluster_sync();  // no arrival or multicast reaches an exited CTA
+}
+
+template <bool GU>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    moe_wgmma_f8ws_kernel(const __grid_constant__ MoeGemmParams p) {
+  wgmma_f8ws_body<GU, false>(p);
+}
+template <bool GU>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kWsThreads, 1)
+    moe_wgmma_f8pair_kernel(const __grid_constant__ MoeGemmParams p) {
+  wgmma_f8ws_body<GU, true>(p);
+}
+
+}  // namespace moe::cuda::wgmma_gemm
