@@ -39,8 +39,8 @@
 // by run_grouped_experts); --two-step 0|1 GroupedLaunch::pipe_two_step (the NVFP4 ring's stages of
 // two k-steps with packed weights; default 1); --tma 0|1 GroupedLaunch::wgmma_tma (FP8 experts on
 // the warpgroup-MMA GEMM: weight tiles by TMA, tensor maps of grouped_weight_tmaps); --ws 0|1
-// GroupedLaunch::wgmma_ws (with TMA, the warp-specialized kernel at 256 rows); --pairs 0|1
-// GroupedLaunch::wgmma_pairs (2-CTA clusters sharing weight tiles); --pdl 0|1
+// GroupedLaunch::wgmma_ws (with TMA, the warp-specialized kernel at 256 rows where pairs do not
+// apply); --pairs 0|1 GroupedLaunch::wgmma_pairs (2-CTA clusters sharing weight tiles); --pdl 0|1
 // GroupedLaunch::pdl (programmatic dependent launch of the call's kernels; default: moe_launch's).
 #include <cuda_runtime.h>
 

@@ -675,7 +675,7 @@ TEST_F(MoeGroupedTest, WarpgroupMmaTmaIsBitIdentical) {
       Launch without = c.l, with = c.l, ws = c.l;
       without.wgmma_tma = false;
       with.wgmma_tma = true;
-      with.wgmma_ws = false;
+      with.wgmma_ws = with.wgmma_pairs = false;
       ws.wgmma_tma = ws.wgmma_ws = true;
       ws.wgmma_pairs = false;
       const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, without);
@@ -701,8 +701,8 @@ TEST_F(MoeGroupedTest, WarpgroupMmaTmaIsBitIdentical) {
     prepare_ = packed;
     for (const Case& c : pair_cases) {
       Launch base = c.l, pairs = c.l;
-      base.wgmma_ws = false;
-      pairs.wgmma_tma = pairs.wgmma_ws = pairs.wgmma_pairs = true;
+      base.wgmma_ws = base.wgmma_pairs = false;
+      pairs.wgmma_tma = pairs.wgmma_pairs = true;
       const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, base);
       const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, pairs);
       EXPECT_EQ(differing_floats(a, b), 0)

@@ -113,17 +113,19 @@ struct GroupedLaunch {
   // session 18): glm5 FP8 T 2048 / 4096 / 8192 3225 / 5163..5550 / 9053..9116 us -> 2994 /
   // 4919..4987 / 7957..8222.
   bool wgmma_tma = true;
-  // With wgmma_tma, 256-row CTAs (gate_up, and down where D % 256 == 0): the warp-specialized
-  // kernel (sm90_moe_wgmma_ws.cuh: a producer warpgroup loads, two consumer warpgroups compute,
-  // stages handed over by mbarriers) instead of every thread loading and a CTA barrier per k-block.
-  // Bit-identical results.
-  bool wgmma_ws = true;
-  // With wgmma_ws, 2-CTA clusters where both GEMMs take 256-row CTAs with an even number of
+  // With wgmma_tma, 2-CTA clusters where both GEMMs take 256-row CTAs with an even number of
   // n-blocks (I % 256 == 0, D % 512 == 0) and no hybrid: moe_group lists pair units
   // (MoeGroupParams::pair_units) and each weight tile is loaded once for two token tiles of its
-  // expert (TMA multicast, half by each CTA): 32 instead of 48 KB of L2 reads per CTA per stage.
-  // Bit-identical results.
+  // expert (TMA multicast, half by each CTA; warp-specialized kernel, sm90_moe_wgmma_ws.cuh): 32
+  // instead of 48 KB of L2 reads per CTA per stage. Bit-identical results. H200 (docs/perf.md,
+  // session 23; whole layer, us): glm5 T 1024 / 2048 / 4096 / 8192 2990 / 3011 / 4746 / 7368 ->
+  // 2882 / 3017 / 4492 / 7435, dsv3 3463 / 3560 / 5462 / 9008 -> 3326 / 3643 / 5373 / 8332.
   bool wgmma_pairs = true;
+  // With wgmma_tma, 256-row CTAs (gate_up, and down where D % 256 == 0) that are not pairs: the
+  // warp-specialized kernel (a producer warpgroup loads, two consumer warpgroups compute, stages
+  // handed over by mbarriers) instead of every thread loading and a CTA barrier per k-block.
+  // Bit-identical; measured level with the 256-thread kernel (-4% .. +7%, session 23), so off.
+  bool wgmma_ws = false;
   // Programmatic dependent launch (sm_90): the call's launches (grouping, GEMMs, FP8 quantization,
   // combine) go out with programmatic stream serialization, each kernel waits for its predecessor
   // in its first instruction (griddepcontrol.wait) and the grouping and GEMM kernels let their

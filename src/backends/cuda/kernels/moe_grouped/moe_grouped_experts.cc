@@ -252,7 +252,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     if (l.wgmma) gp.xa = nullptr;  // every expert's GEMMs read xq: no 16-bit copy of x
   }
   // 2-CTA clusters sharing weight tiles (GroupedLaunch::wgmma_pairs): the list holds pair units.
-  const bool pairs = f8 && l.wgmma && !hybrid && l.wgmma_tma && l.wgmma_ws && l.wgmma_pairs &&
+  const bool pairs = f8 && l.wgmma && !hybrid && l.wgmma_tma && l.wgmma_pairs &&
                      ge.tmaps != nullptr && gp.tile_tokens == 128 && ge.I % 256 == 0 &&
                      ge.D % 512 == 0;
   gp.pair_units = pairs;
