@@ -405,8 +405,8 @@ TEST(MoeConfig, PipeR2NeedsRoundsOfItems) {
   EXPECT_FALSE(grouped_pipe_r2(t, f, 6144, false, tiles(8)));
 }
 
-// Two-step stages: the NVFP4 ring with 8-token tiles, packed weights and items of one sub-block,
-// unless the launch turns them off.
+// Two-step stages: the NVFP4 ring with 8- or 16-token tiles, packed weights and items of one
+// sub-block, unless the launch turns them off.
 TEST(MoeConfig, PipeTwoStepOnlyForPackedNvfp4RingItemsOfOneSubBlock) {
   GroupedLaunch l;
   l.nb = 1, l.warps_per_cta = 4, l.ctas_per_sm = 4, l.pipelined = true;
@@ -417,7 +417,9 @@ TEST(MoeConfig, PipeTwoStepOnlyForPackedNvfp4RingItemsOfOneSubBlock) {
   EXPECT_FALSE(grouped_pipe_two_step(l, GroupedFmt::kFp8Block, true, false));
   EXPECT_FALSE(grouped_pipe_two_step(l, GroupedFmt::kBf16, true, false));
   GroupedLaunch o = l;
-  o.nb = 2;
+  o.nb = 2;  // 16-token tiles too (session 24)
+  EXPECT_TRUE(grouped_pipe_two_step(o, f, true, false));
+  o.nb = 4;
   EXPECT_FALSE(grouped_pipe_two_step(o, f, true, false));
   o = l;
   o.pipelined = false;

@@ -14,7 +14,8 @@ bool grouped_pipe_bulk(const MoeGemmParams& p, const GroupedLaunch& l) {
   // NOTE: measured on the H200 (2026-11-30, glm5 / dsv3 NVFP4, 8 warps x 2 CTAs per SM): with
   // 8-token tiles the bulk copies lose to per-lane cp.async (T 8 / 64: 69.8 / 74.7% against
   // 75.4 / 80.0% of 4.8 TB/s), with 16-token tiles they win (T 256: 62.3% against 57.4-59.5%;
-  // the lanes' copy instructions go to the dequantization instead).
+  // the lanes' copy instructions go to the dequantization instead). With 16-token tiles the
+  // per-lane two-step stages come first where the launch has them (grouped_pipe_two_step).
   return l.nb >= 2 && static_cast<GroupedFmt>(p.fmt) == GroupedFmt::kNvfp4 && p.packed &&
          l.cc >= 90 && p.weight_align >= 16;
 }
@@ -60,7 +61,7 @@ bool pipe_aligned(const MoeGemmParams& p) {
 // with 16-token tiles or wider, bulk copies: the one map from a launch's choices to a kernel, for
 // the launcher and for grouped_gemm_regs.
 // r2: the NVFP4 ring's items of two sub-blocks (nb 1, GroupedLaunch::pipe_r2); two_step: its
-// stages of two k-steps (nb 1, packed, not r2: grouped_pipe_two_step).
+// stages of two k-steps (nb 1 or 2, packed, not r2: grouped_pipe_two_step; taken over bulk).
 template <GroupedFmt F, int NB, typename Fn>
 void with_gemm_kernel(bool gate_up, bool pipe, bool bulk, bool r2, bool two_step, int warps_per_cta,
                       Fn&& fn) {
@@ -76,6 +77,10 @@ void with_gemm_kernel(bool gate_up, bool pipe, bool bulk, bool r2, bool two_step
           return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, false, 1, 2>, smem)
                          : fn(moe_gemm_pipe_kernel<F, NB, false, false, 1, 2>, smem);
       }
+      if constexpr (F == GroupedFmt::kNvfp4 && NB == 2)
+        if (two_step)  // (before the bulk copies: per-lane two-step stages win at 16 tokens too)
+          return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, false, 1, 2>, smem)
+                         : fn(moe_gemm_pipe_kernel<F, NB, false, false, 1, 2>, smem);
       if constexpr (F == GroupedFmt::kNvfp4 && NB >= 2)
         if (bulk)
           return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, true>, smem)

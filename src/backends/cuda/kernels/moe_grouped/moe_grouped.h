@@ -100,12 +100,15 @@ struct GroupedLaunch {
   // launch_moe_gemm of -1 runs one sub-block). Ignored by other launches and when N is not a
   // multiple of 32 (gate_up) / 64 (down).
   int pipe_r2 = -1;
-  // NVFP4 ring with items of one sub-block and packed weights (nb 1, pipelined): stages of two
-  // k-steps (2 per warp in the same 12 KB, one in flight while the other is computed) instead of
-  // 4 stages of one (grouped_pipe_two_step). Measured on the H200 (docs/perf.md, 2026-12-02
-  // session 17; the heuristic's launches, same routing, on / off): glm5 T 1 / 2 / 4 / 8 49.5 /
-  // 59.3 / 68.4 / 77.4 against 47.7 / 57.5 / 66.5 / 74.2% of 4.8 TB/s, dsv3 T 1..8 +1.7..+2.4
-  // points, TP8 and EP8 T 1..64 +0.6..+1.9, T 128..256 within run-to-run noise.
+  // NVFP4 ring with items of one sub-block and packed weights (nb 1 or 2, pipelined): stages of
+  // two k-steps (2 per warp in the same 12 KB, one in flight while the other is computed, filled
+  // by every lane's cp.async) instead of 4 stages of one (grouped_pipe_two_step; nb 2: instead of
+  // the bulk-copied one-step stages). Measured on the H200 (docs/perf.md, 2026-12-02 session 17;
+  // the heuristic's launches, same routing, on / off): glm5 T 1 / 2 / 4 / 8 49.5 / 59.3 / 68.4 /
+  // 77.4 against 47.7 / 57.5 / 66.5 / 74.2% of 4.8 TB/s, dsv3 T 1..8 +1.7..+2.4 points, TP8 and
+  // EP8 T 1..64 +0.6..+1.9. nb 2 (session 24, two calls, whole layer): T 192 3.4-8.5% faster
+  // (glm5 / dsv3 / TP8 / EP8), T 256 1.7-5.3% (glm5 -2.2 / +0.3), T 384 / 512 level (glm5 T 384
+  // +1.3 / +1.5%).
   bool pipe_two_step = true;
   // FP8 warpgroup-MMA GEMM (fp8_act): weight tiles by TMA (one thread, tensor maps of
   // GroupedExperts::tmaps, which CudaOps::prepare_experts builds) instead of every thread's
@@ -271,7 +274,7 @@ inline bool grouped_pipe_r2_kernel(const GroupedLaunch& l, GroupedFmt f) {
 // Whether the NVFP4 ring runs two-step stages (GroupedLaunch::pipe_two_step) for a GEMM with
 // packed weights (`packed`) and items of one sub-block (`r2` false).
 inline bool grouped_pipe_two_step(const GroupedLaunch& l, GroupedFmt f, bool packed, bool r2) {
-  return l.pipe_two_step && f == GroupedFmt::kNvfp4 && l.pipelined && !l.tc && l.nb == 1 &&
+  return l.pipe_two_step && f == GroupedFmt::kNvfp4 && l.pipelined && !l.tc && l.nb <= 2 &&
          packed && !r2;
 }
 // Rows of one matrix in a two-sub-block item (N must be a multiple).
