@@ -20,7 +20,7 @@
 //                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
 //                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
 //                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1] [--tma 0|1]
-//                  [--ws 0|1] [--pairs 0|1] [--pdl 0|1]
+//                  [--ws 0|1] [--pairs 0|1] [--narrow 0|1] [--pdl 0|1]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -40,8 +40,10 @@
 // two k-steps with packed weights; default 1); --tma 0|1 GroupedLaunch::wgmma_tma (FP8 experts on
 // the warpgroup-MMA GEMM: weight tiles by TMA, tensor maps of grouped_weight_tmaps); --ws 0|1
 // GroupedLaunch::wgmma_ws (with TMA, the warp-specialized kernel at 256 rows where pairs do not
-// apply); --pairs 0|1 GroupedLaunch::wgmma_pairs (2-CTA clusters sharing weight tiles); --pdl 0|1
-// GroupedLaunch::pdl (programmatic dependent launch of the call's kernels; default: moe_launch's).
+// apply); --pairs 0|1 GroupedLaunch::wgmma_pairs (2-CTA clusters sharing weight tiles); --narrow
+// 0|1 GroupedLaunch::wgmma_narrow (their instance for tiles of <= 64 tokens; default: per call);
+// --pdl 0|1 GroupedLaunch::pdl (programmatic dependent launch of the call's kernels; default:
+// moe_launch's).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -122,9 +124,11 @@ int g_two_step = -1;       // --two-step 0|1 (-1: the launch's default)
 int g_tma = -1;            // --tma 0|1 (-1: the launch's default)
 int g_ws = -1;             // --ws 0|1 (-1: the launch's default)
 int g_pairs = -1;          // --pairs 0|1 (-1: the launch's default)
+int g_narrow = -1;         // --narrow 0|1 (-1: chosen per call)
 int g_pdl = -1;            // --pdl 0|1 (-1: moe_launch's choice)
 
-// The launch with the --f8act, --r2, --two-step, --tma, --ws, --pairs and --pdl overrides.
+// The launch with the --f8act, --r2, --two-step, --tma, --ws, --pairs, --narrow and --pdl
+// overrides.
 GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_f8act >= 0) l.fp8_act = g_f8act == 1;
   l.pipe_r2 = g_r2;
@@ -132,6 +136,7 @@ GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_tma >= 0) l.wgmma_tma = g_tma == 1;
   if (g_ws >= 0) l.wgmma_ws = g_ws == 1;
   if (g_pairs >= 0) l.wgmma_pairs = g_pairs == 1;
+  if (g_narrow >= 0) l.wgmma_narrow = g_narrow;
   if (g_pdl >= 0) l.pdl = g_pdl == 1;
   return l;
 }
@@ -327,6 +332,7 @@ int main(int argc, char** argv) {
                            : a == "--tma"      ? &g_tma
                            : a == "--ws"       ? &g_ws
                            : a == "--pairs"    ? &g_pairs
+                           : a == "--narrow"   ? &g_narrow
                            : a == "--pdl"      ? &g_pdl
                                                : nullptr) {
       if (v != "0" && v != "1") {

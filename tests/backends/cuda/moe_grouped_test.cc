@@ -612,6 +612,18 @@ TEST_F(MoeGroupedTest, WarpgroupMmaSmall) {
   prepare_ = true;
   check(Fmt::kFp8, 300, 256, 128, 8, 2, Routing::kOne,
         Launch{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true});
+  // The warp-specialized kernels (2-CTA pairs: I % 256 == 0, D % 512 == 0; the single-CTA one),
+  // with and without the narrow instance (tiles of <= 64 tokens: ~29 tokens per expert at T 77,
+  // ~75 at T 300), so that gpu-test.sh's sanitizer runs of this test cover them.
+  for (int narrow : {0, 1})
+    for (int64_t T : {77, 300}) {
+      Launch l{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+      l.wgmma_narrow = narrow;
+      check(Fmt::kFp8, T, 512, 256, 8, 3, Routing::kRandom, l);
+      l.wgmma_pairs = false;
+      l.wgmma_ws = true;
+      check(Fmt::kFp8, T, 512, 256, 8, 3, Routing::kRandom, l);
+    }
   prepare_ = false;
 }
 
@@ -651,7 +663,8 @@ TEST_F(MoeGroupedTest, Fp8ActivationsOnTheWarpgroupMma) {
 }
 
 // FP8 warpgroup-MMA GEMM with weight tiles by TMA (GroupedLaunch::wgmma_tma; tensor maps of
-// grouped_weight_tmaps), and its warp-specialized form at 256 rows (GroupedLaunch::wgmma_ws): the
+// grouped_weight_tmaps), and its warp-specialized form at 256 rows (GroupedLaunch::wgmma_ws; with
+// and without the narrow instance for tiles of <= 64 tokens, GroupedLaunch::wgmma_narrow): the
 // same wgmma on the same values in the same order as the cp.async kernel, so bit-identical to it,
 // row-major and packed, both BN instances (D 384 / 640: down takes 128 rows), several items per
 // CTA (the ring crossing items), partial tiles, the hybrid.
@@ -680,11 +693,16 @@ TEST_F(MoeGroupedTest, WarpgroupMmaTmaIsBitIdentical) {
       ws.wgmma_pairs = false;
       const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, without);
       const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, with);
+      ws.wgmma_narrow = 0;
       const Tensor w = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, ws);
+      ws.wgmma_narrow = 1;  // tiles of <= 64 tokens on both consumer warpgroups
+      const Tensor wn = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, ws);
       EXPECT_EQ(differing_floats(a, b), 0)
           << "T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
       EXPECT_EQ(differing_floats(a, w), 0)
           << "warp-specialized: T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+      EXPECT_EQ(differing_floats(a, wn), 0) << "warp-specialized, narrow tiles: T " << c.T << " D "
+                                            << c.D << " I " << c.I << " packed " << packed;
     }
   }
   // 2-CTA clusters over pair units (GroupedLaunch::wgmma_pairs; I % 256 == 0, D % 512 == 0):
@@ -704,9 +722,14 @@ TEST_F(MoeGroupedTest, WarpgroupMmaTmaIsBitIdentical) {
       base.wgmma_ws = base.wgmma_pairs = false;
       pairs.wgmma_tma = pairs.wgmma_pairs = true;
       const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, base);
+      pairs.wgmma_narrow = 0;
       const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, pairs);
+      pairs.wgmma_narrow = 1;
+      const Tensor bn = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, pairs);
       EXPECT_EQ(differing_floats(a, b), 0)
           << "pairs: T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+      EXPECT_EQ(differing_floats(a, bn), 0) << "pairs, narrow tiles: T " << c.T << " D " << c.D
+                                            << " I " << c.I << " packed " << packed;
     }
   }
   // CudaOps: prepare_experts' maps (the harness checks they exist) under the heuristic's

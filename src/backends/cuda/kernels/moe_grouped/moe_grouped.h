@@ -129,6 +129,14 @@ struct GroupedLaunch {
   // handed over by mbarriers) instead of every thread loading and a CTA barrier per k-block.
   // Bit-identical; measured level with the 256-thread kernel (-4% .. +7%, session 23), so off.
   bool wgmma_ws = false;
+  // Warp-specialized FP8 kernels (pairs or wgmma_ws): tiles of <= 64 tokens computed by both
+  // consumer warpgroups on two quarters of the weight rows each instead of one warpgroup computing
+  // 64 padding rows (the kernels' NARROW instance, MoeGemmParams::narrow): 1 always, 0 never, -1
+  // when the call's experts expect at most kGroupedNarrowMaxMean tokens each (run_grouped_experts).
+  // Bit-identical. H200 (docs/perf.md, 2026-12-03 session 24; whole FP8 layer with pairs, two
+  // calls): glm5 / dsv3 T 1024 (32 tokens per expert) 9-10% faster, T 2048 (64) 4-9%; at T 4096 /
+  // 8192 (128 / 256 per expert) the narrow instance is 5-6% slower (its spills), hence per call.
+  int wgmma_narrow = -1;
   // Programmatic dependent launch (sm_90): the call's launches (grouping, GEMMs, FP8 quantization,
   // combine) go out with programmatic stream serialization, each kernel waits for its predecessor
   // in its first instruction (griddepcontrol.wait) and the grouping and GEMM kernels let their
@@ -230,6 +238,8 @@ struct MoeGemmParams {
   int64_t tmap_e = 0;
   // `tiles` lists pair units (MoeGroupParams::pair_units): the 2-CTA cluster kernel.
   bool pairs = false;
+  // Warp-specialized FP8 kernels: the NARROW instance (GroupedLaunch::wgmma_narrow).
+  bool narrow = false;
 };
 
 // Stream-K workspace of a grouped call with launch `l` (all zero unless pipelined): one counter
@@ -279,6 +289,13 @@ inline bool grouped_pipe_two_step(const GroupedLaunch& l, GroupedFmt f, bool pac
 }
 // Rows of one matrix in a two-sub-block item (N must be a multiple).
 constexpr int64_t grouped_pipe_r2_rows(bool gate_up) { return gate_up ? 32 : 64; }
+// Expected tokens per expert (T * K / E) up to which GroupedLaunch::wgmma_narrow's -1 takes the
+// narrow instance (measured wins at 32 and 64, losses at 128 and 256).
+constexpr double kGroupedNarrowMaxMean = 64;
+inline bool grouped_wgmma_narrow(const GroupedLaunch& l, int64_t T, int64_t K, int64_t E) {
+  if (l.wgmma_narrow >= 0) return l.wgmma_narrow == 1;
+  return E > 0 && static_cast<double>(T * K) / static_cast<double>(E) <= kGroupedNarrowMaxMean;
+}
 
 // K-granularity the GEMMs need of D and I (rows must be multiples of 32).
 int64_t grouped_k_multiple(GroupedFmt f);

@@ -300,6 +300,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
         p.tmap_e = ge.E;
       }
       p.pairs = pairs;
+      p.narrow = grouped_wgmma_narrow(l, T, KS, ge.E);
     }
     launch_moe_gemm(p, l.wgmma ? l : lb, stream);
   };

@@ -70,8 +70,10 @@ void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream s
           << "moe_wgmma_gemm (pairs): an even number of 256-row n-blocks (N " << p.N << ")";
       const char* name =
           p.gate_up ? "moe_grouped/wgmma_f8pair_gate_up" : "moe_grouped/wgmma_f8pair_down";
-      auto k = p.gate_up ? wgmma_gemm::moe_wgmma_f8pair_kernel<true>
-                         : wgmma_gemm::moe_wgmma_f8pair_kernel<false>;
+      auto k = p.gate_up ? (p.narrow ? wgmma_gemm::moe_wgmma_f8pair_kernel<true, true>
+                                     : wgmma_gemm::moe_wgmma_f8pair_kernel<true, false>)
+                         : (p.narrow ? wgmma_gemm::moe_wgmma_f8pair_kernel<false, true>
+                                     : wgmma_gemm::moe_wgmma_f8pair_kernel<false, false>);
       MOE_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           wgmma_gemm::kSmemBytesWs),
                      name);
@@ -84,8 +86,10 @@ void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream s
     if (tma && l.wgmma_ws) {
       const char* name =
           p.gate_up ? "moe_grouped/wgmma_f8ws_gate_up" : "moe_grouped/wgmma_f8ws_down";
-      auto k = p.gate_up ? wgmma_gemm::moe_wgmma_f8ws_kernel<true>
-                         : wgmma_gemm::moe_wgmma_f8ws_kernel<false>;
+      auto k = p.gate_up ? (p.narrow ? wgmma_gemm::moe_wgmma_f8ws_kernel<true, true>
+                                     : wgmma_gemm::moe_wgmma_f8ws_kernel<true, false>)
+                         : (p.narrow ? wgmma_gemm::moe_wgmma_f8ws_kernel<false, true>
+                                     : wgmma_gemm::moe_wgmma_f8ws_kernel<false, false>);
       return launch_persistent(k, p, wgmma_gemm::kWsThreads, wgmma_gemm::kSmemBytesWs, l.sm_count,
                                1, name, stream, l.pdl);
     }
@@ -147,7 +151,11 @@ int wgmma_regs() {
          kernel_regs(moe_wgmma_gemm_kernel<F, 256, false, true, true>),
          kernel_regs(moe_wgmma_gemm_kernel<F, 128, false, true, true>),
          kernel_regs(moe_wgmma_f8ws_kernel<true>), kernel_regs(moe_wgmma_f8ws_kernel<false>),
-         kernel_regs(moe_wgmma_f8pair_kernel<true>), kernel_regs(moe_wgmma_f8pair_kernel<false>)});
+         kernel_regs(moe_wgmma_f8pair_kernel<true>), kernel_regs(moe_wgmma_f8pair_kernel<false>),
+         kernel_regs(moe_wgmma_f8ws_kernel<true, true>),
+         kernel_regs(moe_wgmma_f8ws_kernel<false, true>),
+         kernel_regs(moe_wgmma_f8pair_kernel<true, true>),
+         kernel_regs(moe_wgmma_f8pair_kernel<false, true>)});
   return r;
 }
 

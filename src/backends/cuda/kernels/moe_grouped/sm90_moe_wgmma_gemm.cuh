@@ -397,15 +397,35 @@ __device__ __forceinline__ void f8_kblock(float (&acc)[BN / 2], float (&part)[2]
   }
 }
 
+// F8 narrow k-block (tiles of 64 tokens or fewer): warpgroup W computes quarters W and W + 2 of the
+// staged rows (TMA gate_up: gate and up of the same 64 columns) for tokens 0..63 (da), two groups
+// in flight; with the other warpgroup on the other two quarters the tile has no padding warpgroup.
+template <int BN, bool GU, int W>
+__device__ __forceinline__ void f8_kblock_narrow(float (&acc)[BN / 2], float (&part)[2][32],
+                                                 uint64_t da, uint64_t db, const float (&sca)[2],
+                                                 const float (&scw)[2]) {
+  static_assert(BN == 256);
+  float sc[4];
+  f8_scales(sc, sca, scw);
+  wgmma_fence();
+  f8_issue<true>(part[0], da, db, W);
+  f8_issue<true>(part[1], da, db, W + 2);
+  wgmma_wait<1>();
+  f8_promote<BN, GU, true>(acc, part[0], W, sc);
+  wgmma_wait<0>();
+  f8_promote<BN, GU, true>(acc, part[1], W + 2, sc);
+}
+
 // The epilogue of item (expert e, tile of cnt tokens from pos0, n-block nblk) for this thread's
 // accumulators: accumulator 4 j + q holds token tok0 + 8 (q >= 2) (tok0 = warpgroup * 64 + warp in
 // it * 16 + lane / 4) and staged row 8 j + 2 c + (q & 1) (c = lane % 4). gate_up writes
 // h = silu(gate) * up (16-bit), down the routing-weighted rows (f32 or bf16,
-// MoeGemmParams::out_bf16).
+// MoeGemmParams::out_bf16). qmask: the quarters of staged rows (bit qd: rows 64 qd..) whose
+// columns this thread writes (narrow tiles: two of the four; TMA gate_up: the gate quarters).
 template <GroupedFmt F, int BN, bool GU, bool TMA>
 __device__ __forceinline__ void epilogue(const MoeGemmParams& p, int e, int pos0, int cnt,
-                                         int64_t nblk, const float (&acc)[BN / 2], int tok0,
-                                         int c) {
+                                         int64_t nblk, const float (&acc)[BN / 2], int tok0, int c,
+                                         unsigned qmask = 0xFu) {
   float gsc[2] = {1.f, 1.f};
   if constexpr (F == GroupedFmt::kNvfp4) {
     gsc[0] = p.gs[0][e] * grouped::kNvfp4Unscale;
@@ -424,6 +444,7 @@ __device__ __forceinline__ void epilogue(const MoeGemmParams& p, int e, int pos0
                     static_cast<int64_t>(pos0 + (valid ? tok : 0)) * p.N + nblk * (BN / 2);
 #pragma unroll
       for (int m = 0; m < BN / 64; ++m) {
+        if (!((qmask >> (m >> 1)) & 1u)) continue;  // (TMA) gate quarter m / 2, up m / 2 + 2
         uint32_t w[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
@@ -463,6 +484,7 @@ __device__ __forceinline__ void epilogue(const MoeGemmParams& p, int e, int pos0
         __nv_bfloat16* ob = static_cast<__nv_bfloat16*>(p.out) + o;
 #pragma unroll
         for (int m = 0; m < BN / 32; ++m) {
+          if (!((qmask >> (m >> 1)) & 1u)) continue;  // quarter m / 2
           uint32_t w[4];
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
@@ -479,8 +501,9 @@ __device__ __forceinline__ void epilogue(const MoeGemmParams& p, int e, int pos0
         float* of = static_cast<float*>(p.out) + o + 2 * c;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j)
-          *reinterpret_cast<float2*>(of + j * 8) =
-              make_float2(wv * acc[4 * j + 2 * hh], wv * acc[4 * j + 2 * hh + 1]);
+          if ((qmask >> (j >> 3)) & 1u)  // quarter j / 8
+            *reinterpret_cast<float2*>(of + j * 8) =
+                make_float2(wv * acc[4 * j + 2 * hh], wv * acc[4 * j + 2 * hh + 1]);
       }
     }
   }

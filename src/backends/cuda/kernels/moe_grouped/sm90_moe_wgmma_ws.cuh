@@ -32,6 +32,8 @@
 // are the same bits.
 #pragma once
 
+#include <type_traits>
+
 #include "backends/cuda/kernels/moe_grouped/sm90_moe_wgmma_gemm.cuh"
 
 namespace moe::cuda::wgmma_gemm {
@@ -100,17 +102,17 @@ __device__ __forceinline__ void tma_load_4d_multicast(uint32_t dst, const void* 
 // and whether its weight tile is shared with the cluster's other CTA (mc).
 struct WsItem {
   int e, pos0, cnt;
-  int64_t nblk;
+  int nblk;
   bool mc;
 };
 template <bool PAIRS>
-__device__ __forceinline__ WsItem ws_item(const MoeGemmParams& p, int64_t item, int64_t n_blocks,
+__device__ __forceinline__ WsItem ws_item(const MoeGemmParams& p, int item, int n_blocks,
                                           int rank) {
   WsItem w;
   if constexpr (PAIRS) {
-    const int64_t half = n_blocks / 2;
+    const int half = n_blocks / 2;
     const int4 td = reinterpret_cast<const int4*>(p.tiles)[item / half];
-    const int64_t q = item % half;
+    const int q = item % half;
     w.e = td.x;
     w.mc = td.w != kLone;
     if (w.mc) {
@@ -126,7 +128,7 @@ __device__ __forceinline__ WsItem ws_item(const MoeGemmParams& p, int64_t item, 
   return w;
 }
 
-template <bool GU, bool PAIRS>
+template <bool GU, bool PAIRS, bool NARROW>
 __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
   grouped::pdl_launch_dependents();
@@ -137,13 +139,13 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
   const uint32_t full = smem_s + kWsStages * kStageBytes<BN>, empty = full + 8 * kWsStages;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int64_t n_blocks = GU ? p.N / (BN / 2) : p.N / BN;
+  // Counts and indices in 32 bits (items, k-blocks < 2^31): fewer registers live into the roles.
+  const int n_blocks = static_cast<int>(GU ? p.N / (BN / 2) : p.N / BN);
   // PAIRS: cluster items over the units, clusters of 2 consecutive CTAs.
   const int rank = PAIRS ? static_cast<int>(cluster_ctarank()) : 0;
-  const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * (PAIRS ? n_blocks / 2 : n_blocks);
-  const int64_t first = PAIRS ? blockIdx.x / 2 : blockIdx.x,
-                stride = PAIRS ? gridDim.x / 2 : gridDim.x;
-  const int64_t ksteps = p.Kd / 128;
+  const int n_items = *p.num_tiles * (PAIRS ? n_blocks / 2 : n_blocks);
+  const int first = PAIRS ? blockIdx.x / 2 : blockIdx.x, stride = PAIRS ? gridDim.x / 2 : gridDim.x;
+  const int ksteps = static_cast<int>(p.Kd / 128);
   if (tid == 0) {
     for (int st = 0; st < kWsStages; ++st) {
       grouped::mbar_init(full + 8 * st, 128 + 1);          // the producer threads + the TMA arrival
@@ -163,13 +165,14 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     const int ch = tid & 7, r0 = tid >> 3;
     int stage = 0;
     uint32_t ephase = 1;  // a fresh barrier's preceding phase counts as complete
-    for (int64_t item = first; item < n_items; item += stride) {
+    for (int item = first; item < n_items; item += stride) {
       const WsItem w = ws_item<PAIRS>(p, item, n_blocks, rank);
+      const bool narrow = NARROW && w.cnt <= 64;
       int32_t row[kBM / 16];
 #pragma unroll
       for (int i = 0; i < kBM / 16; ++i)
         row[i] = static_cast<int32_t>(act_row<GU>(p, w.pos0, min(r0 + 16 * i, w.cnt - 1)));
-      for (int64_t ks = 0; ks < ksteps; ++ks) {
+      for (int ks = 0; ks < ksteps; ++ks) {
         grouped::mbar_wait(empty + 8 * stage, ephase);
         const uint32_t base = smem_s + stage * kStageBytes<BN>;
         if (tid == 0) {
@@ -186,8 +189,9 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
           }
         }
 #pragma unroll
-        for (int i = 0; i < kBM / 16; ++i)
-          cp_async16(base + swz(r0 + 16 * i, ch), act + row[i] * p.Kd + ks * 128 + ch * 16);
+        for (int i = 0; i < kBM / 16; ++i)  // (narrow tiles, 64 tokens or fewer: rows 0..63)
+          if (i < kBM / 32 || !narrow)
+            cp_async16(base + swz(r0 + 16 * i, ch), act + row[i] * p.Kd + ks * 128 + ch * 16);
         // The stage's full barrier counts this thread's arrival once its copies landed.
         cp_async_arrive_noinc(full + 8 * stage);
         if (++stage == kWsStages) stage = 0, ephase ^= 1u;
@@ -203,35 +207,38 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     // warpgroup whose 64 rows are all padding skipping its wgmma (spills; slower).
     setmaxnreg_inc232();
     const int wg = (warp >> 2) - 1, wq = warp & 3, g = lane >> 2, c = lane & 3;
-    const int tok0 = wg * 64 + wq * 16 + g;
     const int64_t kb = p.Kd / 128;
-    // The activation scale rows of the thread's two tokens and the weight block-scale rows of its
-    // columns (gate_up: gate, up; down: staged rows 0..127, 128..255) of item w.
+    // The activation scale rows of the thread's two tokens (tokens from t0) and the weight
+    // block-scale rows of its columns (gate_up: gate, up; down: staged rows 0..127, 128..255) of
+    // item w, as 32-bit offsets from p.act_scale and the expert's scales (registers are short).
     struct ScaleRows {
-      const float* a[2];
-      const float* w[2];
+      int a[2], w[2];
     };
-    auto scale_rows = [&](const WsItem& w) {
+    auto scale_rows = [&](const WsItem& w, int t0) {
       ScaleRows r;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        r.a[hh] = p.act_scale + act_row<GU>(p, w.pos0, min(tok0 + 8 * hh, w.cnt - 1)) * kb;
+        const int tok = min(t0 + wq * 16 + g + 8 * hh, w.cnt - 1);
+        r.a[hh] = static_cast<int>(act_row<GU>(p, w.pos0, tok) * kb);
         const int64_t row0 = GU ? w.nblk * (BN / 2) : w.nblk * BN + 128 * hh;
-        r.w[hh] = static_cast<const float*>(p.s[GU ? hh : 0][w.e]) + (row0 / 128) * kb;
+        r.w[hh] = static_cast<int>((row0 / 128) * kb);
       }
       return r;
     };
     float nsa[2], nsw[2];  // the next k-block's scales, loaded a k-block ahead
-    auto load_scales = [&](const ScaleRows& r, int64_t ks) {
+    auto load_scales = [&](int e, const ScaleRows& r, int ks) {
 #pragma unroll
-      for (int i = 0; i < 2; ++i) nsa[i] = __ldg(r.a[i] + ks), nsw[i] = __ldg(r.w[i] + ks);
+      for (int i = 0; i < 2; ++i) {
+        nsa[i] = __ldg(p.act_scale + r.a[i] + ks);
+        nsw[i] = __ldg(static_cast<const float*>(p.s[GU ? i : 0][e]) + r.w[i] + ks);
+      }
     };
-    // Waits for stage st's data (phase ph) and returns its descriptors.
-    auto acquire = [&](int st, uint32_t ph, uint64_t& da, uint64_t& db) {
+    // Waits for stage st's data (phase ph) and returns its descriptors (activation rows from t0).
+    auto acquire = [&](int st, uint32_t ph, int t0, uint64_t& da, uint64_t& db) {
       grouped::mbar_wait(full + 8 * st, ph);
       fence_proxy_async();  // the producers' cp.async (generic proxy) before the wgmma's reads
       const uint32_t base = smem_s + st * kStageBytes<BN>;
-      da = smem_desc(base + wg * 64 * kRowBytes);
+      da = smem_desc(base + t0 * kRowBytes);
       db = smem_desc_sw64(base + kAStage);
     };
     // Releases stage st (every wgmma reading it complete) to the producers (of both CTAs).
@@ -250,38 +257,60 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     float part[2][32];
     int stage = 0;
     uint32_t fphase = 0;
-    for (int64_t item = first; item < n_items; item += stride) {
+    for (int item = first; item < n_items; item += stride) {
       const WsItem w = ws_item<PAIRS>(p, item, n_blocks, rank);
-      const ScaleRows sr = scale_rows(w);
-      load_scales(sr, 0);
+      // Narrow tiles (64 tokens or fewer, NARROW): both warpgroups on tokens 0..63, warpgroup w
+      // on quarters w and w + 2 of the staged rows, so neither computes padding rows.
+      const bool narrow = NARROW && w.cnt <= 64;
+      const int t0 = narrow ? 0 : wg * 64;
+      const ScaleRows sr = scale_rows(w, t0);
+      load_scales(w.e, sr, 0);
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
       fence_acc(acc);
-      for (int64_t ks = 0; ks < ksteps; ++ks) {
-        const float sca[2] = {nsa[0], nsa[1]}, scw[2] = {nsw[0], nsw[1]};
-        if (ks + 1 < ksteps) load_scales(sr, ks + 1);
-        uint64_t da, db;
-        acquire(stage, fphase, da, db);
-        f8_kblock<BN, GU, true>(acc, part, da, db, sca, scw);
-        release(stage);
-        if (++stage == kWsStages) stage = 0, fphase ^= 1u;
-      }
+      // The k-loop per mode (no branch inside it).
+      auto kloop = [&](auto mode_c) {
+        constexpr int kMode = decltype(mode_c)::value;  // 2: full tile; 0, 1: narrow, warpgroup
+        for (int ks = 0; ks < ksteps; ++ks) {
+          const float sca[2] = {nsa[0], nsa[1]}, scw[2] = {nsw[0], nsw[1]};
+          if (ks + 1 < ksteps) load_scales(w.e, sr, ks + 1);
+          uint64_t da, db;
+          acquire(stage, fphase, kMode == 2 ? wg * 64 : 0, da, db);
+          if constexpr (kMode == 2)
+            f8_kblock<BN, GU, true>(acc, part, da, db, sca, scw);
+          else
+            f8_kblock_narrow<BN, GU, kMode>(acc, part, da, db, sca, scw);
+          release(stage);
+          if (++stage == kWsStages) stage = 0, fphase ^= 1u;
+        }
+      };
+      if (!narrow)
+        kloop(std::integral_constant<int, 2>{});
+      else if (wg == 0)
+        kloop(std::integral_constant<int, 0>{});
+      else
+        kloop(std::integral_constant<int, 1>{});
       fence_acc(acc);
-      epilogue<GroupedFmt::kFp8Block, BN, GU, true>(p, w.e, w.pos0, w.cnt, w.nblk, acc, tok0, c);
+      epilogue<GroupedFmt::kFp8Block, BN, GU, true>(p, w.e, w.pos0, w.cnt, w.nblk, acc,
+                                                    t0 + wq * 16 + g, c, narrow ? 5u << wg : 0xFu);
     }
   }
   if constexpr (PAIRS) cluster_sync();  // no arrival or multicast reaches an exited CTA
 }
 
-template <bool GU>
+// NARROW (GroupedLaunch::wgmma_narrow): tiles of 64 tokens or fewer computed narrow, both consumer
+// warpgroups on the same 64 tokens with two quarters of the weight rows each, instead of one
+// warpgroup computing 64 padding rows. Its second k-loop costs the kernel spills (24-60 bytes),
+// so it is an instance of its own, for calls whose experts mostly get <= 64 tokens.
+template <bool GU, bool NARROW = false>
 __global__ void __launch_bounds__(kWsThreads, 1)
     moe_wgmma_f8ws_kernel(const __grid_constant__ MoeGemmParams p) {
-  wgmma_f8ws_body<GU, false>(p);
+  wgmma_f8ws_body<GU, false, NARROW>(p);
 }
-template <bool GU>
+template <bool GU, bool NARROW = false>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kWsThreads, 1)
     moe_wgmma_f8pair_kernel(const __grid_constant__ MoeGemmParams p) {
-  wgmma_f8ws_body<GU, true>(p);
+  wgmma_f8ws_body<GU, true, NARROW>(p);
 }
 
 }  // namespace moe::cuda::wgmma_gemm
