@@ -405,6 +405,22 @@ TEST(MoeConfig, PipeR2NeedsRoundsOfItems) {
   EXPECT_FALSE(grouped_pipe_r2(t, f, 6144, false, tiles(8)));
 }
 
+// The warp-specialized FP8 GEMMs' narrow instance: per call from the expected tokens per expert
+// (T K / E <= 64: glm5 T 2048 yes, T 2049 and 4096 no), unless the launch says.
+TEST(MoeConfig, WgmmaNarrowByExpectedTokensPerExpert) {
+  GroupedLaunch l;
+  EXPECT_EQ(l.wgmma_narrow, -1);
+  EXPECT_TRUE(grouped_wgmma_narrow(l, 1024, 8, 256));  // 32 per expert
+  EXPECT_TRUE(grouped_wgmma_narrow(l, 2048, 8, 256));  // 64
+  EXPECT_FALSE(grouped_wgmma_narrow(l, 2049, 8, 256));
+  EXPECT_FALSE(grouped_wgmma_narrow(l, 4096, 8, 256));
+  EXPECT_FALSE(grouped_wgmma_narrow(l, 100, 8, 0));  // no experts: never
+  l.wgmma_narrow = 0;
+  EXPECT_FALSE(grouped_wgmma_narrow(l, 1024, 8, 256));
+  l.wgmma_narrow = 1;
+  EXPECT_TRUE(grouped_wgmma_narrow(l, 8192, 8, 256));
+}
+
 // Two-step stages: the NVFP4 ring with 8- or 16-token tiles, packed weights and items of one
 // sub-block, unless the launch turns them off.
 TEST(MoeConfig, PipeTwoStepOnlyForPackedNvfp4RingItemsOfOneSubBlock) {
