@@ -69,16 +69,12 @@ void with_gemm_kernel(bool gate_up, bool pipe, bool bulk, bool r2, bool two_step
   if constexpr (NB != 8) {
     if (pipe) {
       const int smem = warps_per_cta * kGroupedPipeWarpBytes;
-      if constexpr (F == GroupedFmt::kNvfp4 && NB == 1) {
+      if constexpr (F == GroupedFmt::kNvfp4 && NB == 1)
         if (r2)
           return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, false, 2>, smem)
                          : fn(moe_gemm_pipe_kernel<F, NB, false, false, 2>, smem);
-        if (two_step)
-          return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, false, 1, 2>, smem)
-                         : fn(moe_gemm_pipe_kernel<F, NB, false, false, 1, 2>, smem);
-      }
-      if constexpr (F == GroupedFmt::kNvfp4 && NB == 2)
-        if (two_step)  // (before the bulk copies: per-lane two-step stages win at 16 tokens too)
+      if constexpr (F == GroupedFmt::kNvfp4 && NB <= 2)
+        if (two_step)  // (nb 2: before the bulk copies, per-lane two-step stages win there too)
           return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, false, 1, 2>, smem)
                          : fn(moe_gemm_pipe_kernel<F, NB, false, false, 1, 2>, smem);
       if constexpr (F == GroupedFmt::kNvfp4 && NB >= 2)

@@ -52,6 +52,19 @@ void launch_wgmma_fmt(const MoeGemmParams& p, const GroupedLaunch& l, Stream str
 // multiple of 256.
 // With tensor maps (p.tmap, GroupedLaunch::wgmma_tma) the weights come by TMA, at 256 rows from
 // the warp-specialized kernel (GroupedLaunch::wgmma_ws).
+// The warp-specialized FP8 kernel (PAIRS: the 2-CTA cluster one) for p's GEMM (gate_up or down)
+// and instance (MoeGemmParams::narrow).
+template <bool PAIRS>
+void (*ws_kernel(const MoeGemmParams& p))(MoeGemmParams) {
+  using namespace wgmma_gemm;
+  constexpr void (*k[2][2])(MoeGemmParams) = {
+      {PAIRS ? moe_wgmma_f8pair_kernel<false, false> : moe_wgmma_f8ws_kernel<false, false>,
+       PAIRS ? moe_wgmma_f8pair_kernel<false, true> : moe_wgmma_f8ws_kernel<false, true>},
+      {PAIRS ? moe_wgmma_f8pair_kernel<true, false> : moe_wgmma_f8ws_kernel<true, false>,
+       PAIRS ? moe_wgmma_f8pair_kernel<true, true> : moe_wgmma_f8ws_kernel<true, true>}};
+  return k[p.gate_up][p.narrow];
+}
+
 template <int BN>
 void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   using wgmma_gemm::moe_wgmma_gemm_kernel;
@@ -70,10 +83,7 @@ void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream s
           << "moe_wgmma_gemm (pairs): an even number of 256-row n-blocks (N " << p.N << ")";
       const char* name =
           p.gate_up ? "moe_grouped/wgmma_f8pair_gate_up" : "moe_grouped/wgmma_f8pair_down";
-      auto k = p.gate_up ? (p.narrow ? wgmma_gemm::moe_wgmma_f8pair_kernel<true, true>
-                                     : wgmma_gemm::moe_wgmma_f8pair_kernel<true, false>)
-                         : (p.narrow ? wgmma_gemm::moe_wgmma_f8pair_kernel<false, true>
-                                     : wgmma_gemm::moe_wgmma_f8pair_kernel<false, false>);
+      auto k = ws_kernel<true>(p);
       MOE_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           wgmma_gemm::kSmemBytesWs),
                      name);
@@ -86,10 +96,7 @@ void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream s
     if (tma && l.wgmma_ws) {
       const char* name =
           p.gate_up ? "moe_grouped/wgmma_f8ws_gate_up" : "moe_grouped/wgmma_f8ws_down";
-      auto k = p.gate_up ? (p.narrow ? wgmma_gemm::moe_wgmma_f8ws_kernel<true, true>
-                                     : wgmma_gemm::moe_wgmma_f8ws_kernel<true, false>)
-                         : (p.narrow ? wgmma_gemm::moe_wgmma_f8ws_kernel<false, true>
-                                     : wgmma_gemm::moe_wgmma_f8ws_kernel<false, false>);
+      auto k = ws_kernel<false>(p);
       return launch_persistent(k, p, wgmma_gemm::kWsThreads, wgmma_gemm::kSmemBytesWs, l.sm_count,
                                1, name, stream, l.pdl);
     }
