@@ -20,7 +20,8 @@
 //                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
 //                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
 //                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1] [--tma 0|1]
-//                  [--ws 0|1] [--pairs 0|1] [--narrow 0|1] [--pdl 0|1]
+//                  [--ws 0|1] [--pairs 0|1] [--narrow 0|1] [--pdl 0|1] [--hybrid-min N]
+//                  [--hybrid-pdl 0|1]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -43,7 +44,10 @@
 // apply); --pairs 0|1 GroupedLaunch::wgmma_pairs (2-CTA clusters sharing weight tiles); --narrow
 // 0|1 GroupedLaunch::wgmma_narrow (their instance for tiles of <= 64 tokens; default: per call);
 // --pdl 0|1 GroupedLaunch::pdl (programmatic dependent launch of the call's kernels; default:
-// moe_launch's).
+// moe_launch's); --hybrid-min N GroupedLaunch::wgmma_min_tokens where the launch has the hybrid
+// (experts with >= N tokens on the warpgroup-MMA GEMM; 0: no hybrid, so no warpgroup-MMA launches
+// beside the streaming ones); --hybrid-pdl 0|1 GroupedLaunch::hybrid_pdl (the hybrid's
+// warpgroup-MMA and quantization launches with programmatic dependent launch).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -126,9 +130,12 @@ int g_ws = -1;             // --ws 0|1 (-1: the launch's default)
 int g_pairs = -1;          // --pairs 0|1 (-1: the launch's default)
 int g_narrow = -1;         // --narrow 0|1 (-1: chosen per call)
 int g_pdl = -1;            // --pdl 0|1 (-1: moe_launch's choice)
+int g_hybrid_min = -1;     // --hybrid-min N (-1: moe_launch's threshold; 0: no hybrid)
+int g_hybrid_pdl = -1;     // --hybrid-pdl 0|1 (-1: the launch's default)
 
-// The launch with the --f8act, --r2, --two-step, --tma, --ws, --pairs, --narrow and --pdl
-// overrides.
+// The launch with the --f8act, --r2, --two-step, --tma, --ws, --pairs, --narrow, --pdl,
+// --hybrid-min and --hybrid-pdl overrides (the last only where moe_launch gave the launch a hybrid:
+// sm_90).
 GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_f8act >= 0) l.fp8_act = g_f8act == 1;
   l.pipe_r2 = g_r2;
@@ -138,6 +145,8 @@ GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_pairs >= 0) l.wgmma_pairs = g_pairs == 1;
   if (g_narrow >= 0) l.wgmma_narrow = g_narrow;
   if (g_pdl >= 0) l.pdl = g_pdl == 1;
+  if (g_hybrid_min >= 0 && l.wgmma_min_tokens > 0) l.wgmma_min_tokens = g_hybrid_min;
+  if (g_hybrid_pdl >= 0) l.hybrid_pdl = g_hybrid_pdl == 1;
   return l;
 }
 
@@ -327,14 +336,24 @@ int main(int argc, char** argv) {
       g_shared = std::atoi(v.c_str());
     else if (a == "--f8act")
       g_f8act = std::atoi(v.c_str());
-    else if (int* flag01 = a == "--r2"         ? &g_r2
-                           : a == "--two-step" ? &g_two_step
-                           : a == "--tma"      ? &g_tma
-                           : a == "--ws"       ? &g_ws
-                           : a == "--pairs"    ? &g_pairs
-                           : a == "--narrow"   ? &g_narrow
-                           : a == "--pdl"      ? &g_pdl
-                                               : nullptr) {
+    else if (a == "--hybrid-min") {
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 0 || n > (1L << 30)) {
+        std::fprintf(stderr, "--hybrid-min %s: expected a token count >= 0 (0: no hybrid)\n",
+                     v.c_str());
+        return 2;
+      }
+      g_hybrid_min = static_cast<int>(n);
+    } else if (int* flag01 = a == "--r2"           ? &g_r2
+                             : a == "--two-step"   ? &g_two_step
+                             : a == "--tma"        ? &g_tma
+                             : a == "--ws"         ? &g_ws
+                             : a == "--pairs"      ? &g_pairs
+                             : a == "--narrow"     ? &g_narrow
+                             : a == "--pdl"        ? &g_pdl
+                             : a == "--hybrid-pdl" ? &g_hybrid_pdl
+                                                   : nullptr) {
       if (v != "0" && v != "1") {
         std::fprintf(stderr, "%s %s: expected 0 or 1\n", a.c_str(), v.c_str());
         return 2;

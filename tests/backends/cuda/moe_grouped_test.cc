@@ -776,6 +776,19 @@ TEST_F(MoeGroupedTest, ProgrammaticDependentLaunchIsBitIdentical) {
     const Tensor b = check(c.f, c.T, 256, 128, 8, 4, Routing::kRandom, on);
     EXPECT_EQ(differing_floats(a, b), 0) << name(c.f) << " T " << c.T << " nb " << c.l.nb;
   }
+  // GroupedLaunch::hybrid_pdl: only the hybrid's warpgroup-MMA (and FP8 quantization) launches
+  // with PDL, the streaming ones without; the threshold splits the experts (~100 tokens each)
+  // between the two kernels.
+  if (sm90)
+    for (Fmt f : kFmts) {
+      Launch off{.nb = 2, .pipelined = f == Fmt::kNvfp4};
+      off.wgmma_min_tokens = 100;
+      Launch on = off;
+      on.hybrid_pdl = true;
+      const Tensor a = check(f, 200, 256, 128, 8, 4, Routing::kRandom, off);
+      const Tensor b = check(f, 200, 256, 128, 8, 4, Routing::kRandom, on);
+      EXPECT_EQ(differing_floats(a, b), 0) << name(f) << ": hybrid_pdl";
+    }
 }
 
 // CudaOps::set_moe_fp8_activations(false) (generate --moe-f16-activations): FP8 experts on the
