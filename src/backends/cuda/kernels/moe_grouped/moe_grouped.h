@@ -147,7 +147,7 @@ struct GroupedLaunch {
   // The hybrid's extra launches (warpgroup-MMA GEMMs over the big-tile lists, the FP8 quantization
   // of their h rows) with programmatic dependent launch even where `pdl` is off (NVFP4, BF16):
   // with uniform decode routing their lists are empty, and as plain launches they cost a kernel
-  // boundary each (H200, session 25: NVFP4 TP8 T 48..128 ~18 us, 7-9% of the layer). Their CTAs
+  // boundary each (H200, session 25: NVFP4 TP8 T 48..128 ~17 us, 7-9% of the layer). Their CTAs
   // cannot share an SM with the ring's, so the early placement that costs the rings does not
   // arise. Off until measured (moe_bench --hybrid-pdl 1).
   bool hybrid_pdl = false;

@@ -276,7 +276,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   lb.ctas_per_sm = 1;
   lb.pipelined = false;
   lb.tc = lb.wgmma = true;
-  lb.pdl = l.pdl || (hybrid && l.hybrid_pdl);
+  lb.pdl = l.pdl || (hybrid && l.hybrid_pdl);  // = l.pdl without the hybrid (wgmma launches)
   // The warpgroup-MMA GEMM's tiles (the whole list with a wgmma launch, else the big tiles).
   const int32_t* wg_tiles = hybrid ? gp.big_tiles : s.tiles;
   const int32_t* wg_num = hybrid ? gp.num_big : s.num_tiles;
@@ -319,7 +319,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   gemm(p1, lg, s.sk_counters);
   if (f8)  // h rows of the warpgroup-MMA tiles -> E4M3 (x's codes are no longer needed)
     launch_moe_quant_rows(s.h, ge.I, wg_tiles, wg_num, list_tiles(T * KS, ge.E, kGroupedBigTile), q,
-                          qs, l.sm_count, stream, l.wgmma ? l.pdl : lb.pdl);
+                          qs, l.sm_count, stream, lb.pdl);
   MoeGemmParams p2 = ge.down;
   p2.act = s.h;
   p2.slot_w = s.slot_w;
