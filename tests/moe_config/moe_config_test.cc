@@ -172,6 +172,10 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_FALSE(moe_launch(w, sm90, f, 4096).pdl) << moe_fmt_name(f);
     EXPECT_EQ(moe_launch(d, sm120, f, 4).pdl, fp8) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, limits(232448, 132), f, 4).pdl) << moe_fmt_name(f);
+    // The hybrid's own launches with PDL for every format, wherever there is a hybrid.
+    EXPECT_TRUE(moe_launch(d, sm90, f, 64).hybrid_pdl) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, sm120, f, 64).hybrid_pdl) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(w, sm90, f, 4096).hybrid_pdl) << moe_fmt_name(f);
   }
   // 32 tokens per expert: BF16 and FP8 (E4M3 activations) take wgmma, NVFP4 keeps streaming
   // 32-token tiles with the hybrid (measured, moe_config.cc); 16 per expert: 32-token tiles for

@@ -217,6 +217,13 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // the warpgroup-MMA launch at T 2048..8192 level to 1% slower; BF16 and NVFP4 mixed (NVFP4 glm5
   // T 1 +4.5%, TP8 T 8 +14%; BF16 glm5 / dsv3 T 2..8 +2..+6%): not for them.
   l.pdl = f == GroupedFmt::kFp8Block && lim.cc >= 90 && !l.wgmma;
+  // The hybrid's extra launches (warpgroup-MMA GEMMs over the big tiles, FP8 quantization of their
+  // rows) with PDL for every format. NOTE: measured on the H200 (docs/perf.md, 2026-12-03 session
+  // 26, moe_bench --hybrid-pdl 0|1 against --hybrid-min 0, uniform routing, where their lists are
+  // empty): NVFP4 TP8 T 48 / 64 / 128 197 / 218 / 246 -> 183 / 203 / 231 us (no hybrid: 182 /
+  // 201 / 229), EP8 188 / 201 / 238 -> 180 / 191 / 226; BF16 TP8 / EP8 3-4 us of 5; glm5 level
+  // (within its noise).
+  l.hybrid_pdl = l.wgmma_min_tokens > 0 && lim.cc >= 90;
   return l;
 }
 

@@ -149,7 +149,7 @@ struct GroupedLaunch {
   // with uniform decode routing their lists are empty, and as plain launches they cost a kernel
   // boundary each (H200, session 25: NVFP4 TP8 T 48..128 ~17 us, 7-9% of the layer). Their CTAs
   // cannot share an SM with the ring's, so the early placement that costs the rings does not
-  // arise. Off until measured (moe_bench --hybrid-pdl 1).
+  // arise. moe_launch sets it wherever it gives the launch a hybrid (sm_90); measured there.
   bool hybrid_pdl = false;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
 };
