@@ -788,6 +788,12 @@ TEST_F(MoeGroupedTest, ProgrammaticDependentLaunchIsBitIdentical) {
       const Tensor a = check(f, 200, 256, 128, 8, 4, Routing::kRandom, off);
       const Tensor b = check(f, 200, 256, 128, 8, 4, Routing::kRandom, on);
       EXPECT_EQ(differing_floats(a, b), 0) << name(f) << ": hybrid_pdl";
+      // The carveout hints (GroupedLaunch::carveout_wgmma / carveout_stream) change no bits.
+      Launch co = off;
+      co.carveout_wgmma = 86;
+      co.carveout_stream = 100;
+      const Tensor d = check(f, 200, 256, 128, 8, 4, Routing::kRandom, co);
+      EXPECT_EQ(differing_floats(a, d), 0) << name(f) << ": carveouts";
     }
 }
 

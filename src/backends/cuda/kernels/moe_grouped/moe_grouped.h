@@ -151,6 +151,13 @@ struct GroupedLaunch {
   // cannot share an SM with the ring's, so the early placement that costs the rings does not
   // arise. moe_launch sets it wherever it gives the launch a hybrid (sm_90); measured there.
   bool hybrid_pdl = false;
+  // Preferred L1 / shared-memory carveout (cudaFuncAttributePreferredSharedMemoryCarveout: percent
+  // of the SM's maximum shared memory; -1 the driver's choice) of the warpgroup-MMA GEMM kernels
+  // (carveout_wgmma) and of the streaming and ring GEMM kernels (carveout_stream). A hint for the
+  // driver, so that consecutive kernels of a call can run under one split; results are the same
+  // bits whatever it is. Measurement only (moe_bench --carveout-wgmma / --carveout-stream).
+  int carveout_wgmma = -1;
+  int carveout_stream = -1;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
 };
 
