@@ -103,7 +103,7 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
   with_gemm_kernel<F, NB>(p.gate_up, pipe, grouped_pipe_bulk(p, l), r2, two_step, l.warps_per_cta,
                           [&](auto k, int smem) {
                             launch_persistent(k, p, threads, smem, l.sm_count, l.ctas_per_sm, name,
-                                              stream, l.pdl, l.carveout_stream);
+                                              stream, l.pdl);
                           });
 }
 

@@ -40,19 +40,13 @@ void launch_k(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Str
 }
 
 // Launches kernel(p) on sm_count x min(occupancy, wanted_per_sm) CTAs of `threads` threads with
-// `smem` bytes of dynamic shared memory (opted in when > 0) and the preferred shared-memory
-// carveout `carveout` (percent, -1: the driver's choice; GroupedLaunch::carveout_wgmma). `name`
-// prefixes the errors.
+// `smem` bytes of dynamic shared memory (opted in when > 0). `name` prefixes the errors.
 template <typename Kernel>
 void launch_persistent(Kernel kernel, const MoeGemmParams& p, int threads, int smem, int sm_count,
-                       int wanted_per_sm, const char* name, Stream stream, bool pdl = false,
-                       int carveout = -1) {
+                       int wanted_per_sm, const char* name, Stream stream, bool pdl = false) {
   if (smem > 0)
     MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                    name);
-  MOE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                      carveout < 0 ? -1 : std::min(carveout, 100)),
-                 name);
   int occ = 0;
   MOE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, threads, smem), name);
   MOE_CHECK(occ >= 1) << name << ": a CTA of " << threads << " threads and " << smem

@@ -32,8 +32,7 @@ void launch_wgmma_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream stre
   auto go = [&](auto k) {
     launch_persistent(
         k, p, wgmma_gemm::kThreads, wgmma_gemm::kSmemBytes<BN>, l.sm_count, l.ctas_per_sm,
-        p.gate_up ? "moe_grouped/wgmma_gate_up" : "moe_grouped/wgmma_down", stream, l.pdl,
-        l.carveout_wgmma);
+        p.gate_up ? "moe_grouped/wgmma_gate_up" : "moe_grouped/wgmma_down", stream, l.pdl);
   };
   if constexpr (BN == 256)
     p.gate_up ? go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, true>)
@@ -76,7 +75,7 @@ void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream s
                       tma ? wgmma_gemm::kSmemBytesF8Tma<BN> : wgmma_gemm::kSmemBytesF8<BN>,
                       l.sm_count, l.ctas_per_sm,
                       p.gate_up ? "moe_grouped/wgmma_f8_gate_up" : "moe_grouped/wgmma_f8_down",
-                      stream, l.pdl, l.carveout_wgmma);
+                      stream, l.pdl);
   };
   if constexpr (BN == 256) {
     if (tma && p.pairs) {  // pair units (moe_group): 2-CTA clusters sharing weight tiles
@@ -99,7 +98,7 @@ void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream s
           p.gate_up ? "moe_grouped/wgmma_f8ws_gate_up" : "moe_grouped/wgmma_f8ws_down";
       auto k = ws_kernel<false>(p);
       return launch_persistent(k, p, wgmma_gemm::kWsThreads, wgmma_gemm::kSmemBytesWs, l.sm_count,
-                               1, name, stream, l.pdl, l.carveout_wgmma);
+                               1, name, stream, l.pdl);
     }
     if (tma)
       p.gate_up ? go(moe_wgmma_gemm_kernel<F, BN, true, true, true>)
