@@ -21,7 +21,7 @@
 //                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
 //                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1] [--tma 0|1]
 //                  [--ws 0|1] [--pairs 0|1] [--narrow 0|1] [--pdl 0|1] [--hybrid-min N]
-//                  [--hybrid-pdl 0|1] [--carveout-wgmma P] [--carveout-stream P]
+//                  [--hybrid-pdl 0|1] [--hybrid-gb X]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -47,9 +47,8 @@
 // moe_launch's); --hybrid-min N GroupedLaunch::wgmma_min_tokens where the launch has the hybrid
 // (experts with >= N tokens on the warpgroup-MMA GEMM; 0: no hybrid, so no warpgroup-MMA launches
 // beside the streaming ones); --hybrid-pdl 0|1 GroupedLaunch::hybrid_pdl (the hybrid's
-// warpgroup-MMA and quantization launches with programmatic dependent launch); --carveout-wgmma P
-// / --carveout-stream P GroupedLaunch::carveout_wgmma / carveout_stream (the preferred shared
-// memory carveout, percent, of the warpgroup-MMA / streaming and ring GEMM kernels; -1 default).
+// warpgroup-MMA and quantization launches with programmatic dependent launch); --hybrid-gb X
+// GroupedLaunch::hybrid_min_bytes = X * 1e9 (0: the hybrid whenever an expert qualifies).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -134,8 +133,7 @@ int g_narrow = -1;         // --narrow 0|1 (-1: chosen per call)
 int g_pdl = -1;            // --pdl 0|1 (-1: moe_launch's choice)
 int g_hybrid_min = -1;     // --hybrid-min N (-1: moe_launch's threshold; 0: no hybrid)
 int g_hybrid_pdl = -1;     // --hybrid-pdl 0|1 (-1: the launch's default)
-int g_carveout_wgmma = -1;   // --carveout-wgmma P (-1: the driver's choice)
-int g_carveout_stream = -1;  // --carveout-stream P
+double g_hybrid_gb = -1;   // --hybrid-gb X (-1: moe_launch's GroupedLaunch::hybrid_min_bytes)
 
 // The launch with the --f8act, --r2, --two-step, --tma, --ws, --pairs, --narrow, --pdl,
 // --hybrid-min and --hybrid-pdl overrides (the last only where moe_launch gave the launch a hybrid:
@@ -151,8 +149,7 @@ GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_pdl >= 0) l.pdl = g_pdl == 1;
   if (g_hybrid_min >= 0 && l.wgmma_min_tokens > 0) l.wgmma_min_tokens = g_hybrid_min;
   if (g_hybrid_pdl >= 0) l.hybrid_pdl = g_hybrid_pdl == 1;
-  l.carveout_wgmma = g_carveout_wgmma;
-  l.carveout_stream = g_carveout_stream;
+  if (g_hybrid_gb >= 0) l.hybrid_min_bytes = g_hybrid_gb * 1e9;
   return l;
 }
 
@@ -351,15 +348,17 @@ int main(int argc, char** argv) {
         return 2;
       }
       g_hybrid_min = static_cast<int>(n);
-    } else if (a == "--carveout-wgmma" || a == "--carveout-stream") {
+    } else if (a == "--hybrid-gb") {
       char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < -1 || n > 100) {
-        std::fprintf(stderr, "%s %s: expected a percent of the maximum shared memory, 0..100 (-1: "
-                     "the driver's choice)\n", a.c_str(), v.c_str());
+      const double gb = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(gb >= 0) || gb > 1e6) {
+        std::fprintf(stderr,
+                     "--hybrid-gb %s: expected GB >= 0 (0: the hybrid whenever an expert "
+                     "qualifies)\n",
+                     v.c_str());
         return 2;
       }
-      (a == "--carveout-wgmma" ? g_carveout_wgmma : g_carveout_stream) = static_cast<int>(n);
+      g_hybrid_gb = gb;
     } else if (int* flag01 = a == "--r2"           ? &g_r2
                              : a == "--two-step"   ? &g_two_step
                              : a == "--tma"        ? &g_tma

@@ -174,6 +174,10 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_FALSE(moe_launch(d, limits(232448, 132), f, 4).pdl) << moe_fmt_name(f);
     // The hybrid's own launches with PDL for every format, wherever there is a hybrid.
     EXPECT_TRUE(moe_launch(d, sm90, f, 64).hybrid_pdl) << moe_fmt_name(f);
+    // ... and engages only for enough qualifying bytes (0.4..1.2 GB, measured per format).
+    const double hb = moe_launch(d, sm90, f, 64).hybrid_min_bytes;
+    EXPECT_GE(hb, 0.4e9) << moe_fmt_name(f);
+    EXPECT_LE(hb, 1.2e9) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm120, f, 64).hybrid_pdl) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(w, sm90, f, 4096).hybrid_pdl) << moe_fmt_name(f);
   }

@@ -788,12 +788,19 @@ TEST_F(MoeGroupedTest, ProgrammaticDependentLaunchIsBitIdentical) {
       const Tensor a = check(f, 200, 256, 128, 8, 4, Routing::kRandom, off);
       const Tensor b = check(f, 200, 256, 128, 8, 4, Routing::kRandom, on);
       EXPECT_EQ(differing_floats(a, b), 0) << name(f) << ": hybrid_pdl";
-      // The carveout hints (GroupedLaunch::carveout_wgmma / carveout_stream) change no bits.
-      Launch co = off;
-      co.carveout_wgmma = 86;
-      co.carveout_stream = 100;
-      const Tensor d = check(f, 200, 256, 128, 8, 4, Routing::kRandom, co);
-      EXPECT_EQ(differing_floats(a, d), 0) << name(f) << ": carveouts";
+      // GroupedLaunch::hybrid_min_bytes: beyond the qualifying experts' streamed bytes no expert
+      // takes the warpgroup-MMA GEMM (the bits of the launch without the hybrid); at 1 byte the
+      // hybrid's bits.
+      Launch gate = off, plain = off;
+      gate.hybrid_min_bytes = 1e15;
+      plain.wgmma_min_tokens = 0;
+      const Tensor g1 = check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate);
+      const Tensor g0 = check(f, 200, 256, 128, 8, 4, Routing::kRandom, plain);
+      EXPECT_EQ(differing_floats(g1, g0), 0) << name(f) << ": hybrid_min_bytes above";
+      EXPECT_GT(differing_floats(a, g0), 0) << name(f) << ": the hybrid changes bits";
+      gate.hybrid_min_bytes = 1;
+      EXPECT_EQ(differing_floats(check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate), a), 0)
+          << name(f) << ": hybrid_min_bytes below";
     }
 }
 

@@ -200,9 +200,19 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   l.wgmma = c.tc && c.wgmma;
   l.cc = lim.cc;
   // Hybrid: experts with many tokens of a call go to the warpgroup-MMA GEMM (sm_90 only).
-  if (!c.tc && moe_config_fits(MoeKernelConfig{16, 8, 1, false, true, true}, f, lim))
+  if (!c.tc && moe_config_fits(MoeKernelConfig{16, 8, 1, false, true, true}, f, lim)) {
     l.wgmma_min_tokens =
         static_cast<int>(f == GroupedFmt::kBf16 ? kWgmmaMinTokensBf16 : kWgmmaMinTokensQuant);
+    // ... and only when the qualifying experts would stream enough bytes to pay for the
+    // warpgroup-MMA launches' narrow pass after the streaming one. NOTE: measured on the H200
+    // (docs/perf.md, 2026-12-03 session 26; moe_bench --hybrid-min 0 / 32 / 48 / 96 / 192 / 384 on
+    // glm5 / TP8 / EP8, uniform / zipf1 / zipf1.5 / hot8 routing, T 64..1024): with a few
+    // qualifying experts the hybrid lost up to 1.8x (TP8 zipf1 T 64 160 -> 279 us, EP8 zipf1.5
+    // T 64 144 -> 255), with many it won up to 3.4x (glm5 hot8 T 128 689 -> 205). The break-even
+    // in streamed bytes of the qualifying experts, bracketed by those cases: NVFP4 0.5-0.7 GB,
+    // FP8 0.4-0.6, BF16 0.75-1.2.
+    l.hybrid_min_bytes = f == GroupedFmt::kBf16 ? 0.9e9 : f == GroupedFmt::kNvfp4 ? 0.6e9 : 0.5e9;
+  }
   // FP8 experts on the warpgroup-MMA GEMM take FP8 activations (E4M3 per row and 128 k): always
   // with the tc launch, in the hybrid from T 256. NOTE: measured on the H200 (2026-12-01, glm5
   // FP8, moe_bench --f8act 0|1): hot8 T 256 / 512 377 / 737 us with F16 activations, 366 / 594

@@ -181,7 +181,13 @@ __global__ void __launch_bounds__(kGroupThreads)
     // E <= kMaxGroupedExperts == kGroupThreads: one expert per thread.
     const int e = threadIdx.x;
     const int c = e < p.E ? cnt[e] : 0;
-    const bool big = p.big_min > 0 && c >= p.big_min;
+    bool big = p.big_min > 0 && c >= p.big_min;
+    if (p.big_min > 0 && p.big_min_tiles > 0) {  // the qualifying experts' tokens / 8
+      block_exclusive_scan2(make_int2(big ? (c + 7) / 8 : 0, 0), red, &total);
+      const bool engage = total.x >= p.big_min_tiles;
+      __syncthreads();  // every thread has read `total` before the next scan rewrites it
+      big = big && engage;
+    }
     const int tt = big ? kGroupedBigTile : p.tile_tokens;
     const int nt = (c + tt - 1) / tt;
     const int2 ex = block_exclusive_scan2(make_int2(c, big ? 0 : nt), red, &total);

@@ -89,6 +89,14 @@ struct GroupedLaunch {
   // the warpgroup-MMA GEMM in 128-token tiles (decided on the device from the routing), the rest
   // to the streaming GEMM (0: off).
   int wgmma_min_tokens = 0;
+  // The hybrid engages in a call only if its qualifying experts (wgmma_min_tokens or more) would
+  // stream at least this many weight bytes in the streaming GEMM (their tokens / 8, i.e. 8-token
+  // tiles, times an expert's gate_up + down bytes), decided on the device (MoeGroupParams::
+  // big_min_tiles); else every expert streams and the warpgroup-MMA launches find empty lists.
+  // 0: whenever one expert qualifies. The warpgroup-MMA GEMM runs after the streaming one, so a few
+  // qualifying experts leave most SMs idle for its whole k-loop; moe_launch sets it per format from
+  // measurements.
+  double hybrid_min_bytes = 0;
   // FP8 block-128 experts on the warpgroup-MMA GEMM (the tc launch or the hybrid's big tiles):
   // activations quantized to E4M3 per (row, 128 k) (grouped_fp8_act_bytes of scratch) and FP8
   // wgmma with both block scales applied per 128 k; false: F16 activations, weights dequantized
@@ -151,13 +159,6 @@ struct GroupedLaunch {
   // cannot share an SM with the ring's, so the early placement that costs the rings does not
   // arise. moe_launch sets it wherever it gives the launch a hybrid (sm_90); measured there.
   bool hybrid_pdl = false;
-  // Preferred L1 / shared-memory carveout (cudaFuncAttributePreferredSharedMemoryCarveout: percent
-  // of the SM's maximum shared memory; -1 the driver's choice) of the warpgroup-MMA GEMM kernels
-  // (carveout_wgmma) and of the streaming and ring GEMM kernels (carveout_stream). A hint for the
-  // driver, so that consecutive kernels of a call can run under one split; results are the same
-  // bits whatever it is. Measurement only (moe_bench --carveout-wgmma / --carveout-stream).
-  int carveout_wgmma = -1;
-  int carveout_stream = -1;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
 };
 
@@ -194,6 +195,10 @@ struct MoeGroupParams {
   // in a second list (big_tiles, *num_big) for the warpgroup-MMA GEMM; the others get
   // tile_tokens-wide tiles in `tiles`. Grouped positions stay one contiguous order over both.
   int big_min = 0;
+  // ... only if the experts at or above big_min hold at least big_min_tiles 8-token tiles (the
+  // ring's narrowest, whatever tile_tokens is: wider tiles cost it about as much per token;
+  // GroupedLaunch::hybrid_min_bytes); otherwise no expert is big. 0: no such condition.
+  int big_min_tiles = 0;
   int32_t* big_tiles = nullptr;  // out [max big tiles, 4]
   int32_t* num_big = nullptr;    // out [1]
   // Zeroed by the kernel (the stream-K arrival counters of the GEMMs that follow).

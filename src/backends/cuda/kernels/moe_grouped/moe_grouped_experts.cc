@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/check.h"
@@ -233,6 +234,14 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   const bool hybrid = grouped_hybrid(l, T);
   if (hybrid) {
     gp.big_min = l.wgmma_min_tokens;
+    if (l.hybrid_min_bytes > 0) {  // in 8-token tiles: an expert's bytes per tile
+      const double per_weight = ge.fmt == GroupedFmt::kBf16    ? 2.0
+                                : ge.fmt == GroupedFmt::kNvfp4 ? 0.5625
+                                                               : 1.0;
+      const double expert_bytes = 3.0 * static_cast<double>(ge.D) * ge.I * per_weight;
+      gp.big_min_tiles = static_cast<int>(
+          std::min(1e9, std::max(1.0, std::ceil(l.hybrid_min_bytes / expert_bytes))));
+    }
     gp.big_tiles = s.tiles + 4 * gp.max_tiles;
     gp.num_big = s.num_tiles + 1;
   }
