@@ -208,10 +208,10 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
     // (docs/perf.md, 2026-12-03 session 26; moe_bench --hybrid-min 0 / 32 / 48 / 96 / 192 / 384 on
     // glm5 / TP8 / EP8, uniform / zipf1 / zipf1.5 / hot8 routing, T 64..1024): with a few
     // qualifying experts the hybrid lost up to 1.8x (TP8 zipf1 T 64 160 -> 279 us, EP8 zipf1.5
-    // T 64 144 -> 255), with many it won up to 3.4x (glm5 hot8 T 128 689 -> 205). The break-even
-    // in streamed bytes of the qualifying experts, bracketed by those cases: NVFP4 0.5-0.7 GB,
-    // FP8 0.4-0.6, BF16 0.75-1.2.
-    l.hybrid_min_bytes = f == GroupedFmt::kBf16 ? 0.9e9 : f == GroupedFmt::kNvfp4 ? 0.6e9 : 0.5e9;
+    // T 64 144 -> 255), with many it won up to 3.4x (glm5 hot8 T 128 689 -> 205). With these
+    // values the group kernel's decisions on the same routings (computed on the CPU) pick, in
+    // each of those 81 skewed cases, a time within 4.5% of the better of hybrid and none.
+    l.hybrid_min_bytes = f == GroupedFmt::kBf16 ? 0.9e9 : f == GroupedFmt::kNvfp4 ? 0.7e9 : 0.5e9;
   }
   // FP8 experts on the warpgroup-MMA GEMM take FP8 activations (E4M3 per row and 128 k): always
   // with the tc launch, in the hybrid from T 256. NOTE: measured on the H200 (2026-12-01, glm5
