@@ -15,6 +15,8 @@
 // Bytes model: touched (local) experts' weights + scales, x read (f32) and y written (f32), per
 // input row (T, or the EP rows). FLOP model: 2 * assignments * 3 * D * I (assignments = T*K, or
 // the EP rows). Peak for %: 4.8 TB/s (H200 datasheet).
+// Column big: the hybrid's 128-token tiles in the call ("-" for a launch without the hybrid; 0
+// when no expert qualified or GroupedLaunch::hybrid_min_bytes kept them all streaming).
 // Usage: moe_bench [--fmt bf16,fp8,nvfp4] [--shape glm5,dsv3,glm5-tp8,glm5-ep8,dsv3-tp8,dsv3-ep8]
 //                  [--routing uniform,zipf1,zipf1.5,hot8] [--tokens 1,4,8,...,4096,8192]
 //                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
@@ -431,9 +433,9 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&flush, flush_bytes));
   std::ofstream json;
   if (!json_path.empty()) json.open(json_path);
-  std::printf("%-8s %-7s %-5s %5s %5s %4s %3s %4s %10s %9s %7s %9s %10s %5s\n", "shape", "routing",
-              "fmt", "T", "rows", "uniq", "nb", "pipe", "time_us", "GB/s", "%4.8TB", "TFLOP/s",
-              "heur_us", "cfg");
+  std::printf("%-8s %-7s %-5s %5s %5s %4s %3s %4s %10s %9s %7s %9s %10s %5s %5s\n", "shape",
+              "routing", "fmt", "T", "rows", "uniq", "nb", "pipe", "time_us", "GB/s", "%4.8TB",
+              "TFLOP/s", "heur_us", "cfg", "big");
   for (const LayerShape& sh : layer_shapes) {
     const std::string& sname = sh.name;
     for (const auto& fname : fmts) {
@@ -554,6 +556,7 @@ int main(int argc, char** argv) {
           const double flop = 2.0 * R * (K + (g_shared ? 1 : 0)) * 3.0 * sh.D * sh.I;
           double best_us = 1e30, heur_us = 0;
           MoeKernelConfig best = heur;
+          int best_big = -1;  // the hybrid's 128-token tiles in the reported configuration's call
           for (const MoeKernelConfig& cfg : cands) {
             const GroupedLaunch l = with_overrides(moe_launch(cfg, lim, L.fmt, R));
             auto layer = [&] {
@@ -579,12 +582,16 @@ int main(int argc, char** argv) {
               if (it >= 0) CK(cudaEventRecord(ev[2 * it + 1], st));
             }
             CK(cudaStreamSynchronize(st));
+            // The hybrid's big-tile count (GroupedScratch::num_tiles[1], written by the grouping
+            // only when the call has the hybrid; 0 when its gate kept every expert streaming).
+            int32_t counts[2] = {0, -1};
+            if (grouped_hybrid(l, R)) CK(cudaMemcpy(counts, ntiles, 8, cudaMemcpyDeviceToHost));
             std::vector<float> ms_(iters);
             for (int it = 0; it < iters; ++it)
               CK(cudaEventElapsedTime(&ms_[it], ev[2 * it], ev[2 * it + 1]));
             std::sort(ms_.begin(), ms_.end());
             const double us = 1e3 * ms_[iters / 2];
-            if (us < best_us) best_us = us, best = cfg;
+            if (us < best_us) best_us = us, best = cfg, best_big = counts[1];
             if (cfg == heur) heur_us = us;
             if (sweep)
               std::printf(
@@ -605,11 +612,12 @@ int main(int argc, char** argv) {
                                                : std::to_string(best.warps_per_cta) + "x" +
                                                     std::to_string(best.ctas_per_sm);
           std::printf(
-              "%-8s %-7s %-5s %5lld %5lld %4lld %3d %4d %10.1f %9.0f %6.1f%% %9.1f %10.1f %5s\n",
+              "%-8s %-7s %-5s %5lld %5lld %4lld %3d %4d %10.1f %9.0f %6.1f%% %9.1f %10.1f %5s "
+              "%5s\n",
               sname.c_str(), rname.c_str(), fname.c_str(), static_cast<long long>(T),
               static_cast<long long>(R), static_cast<long long>(uniq), best.nb,
-              best.pipelined ? 1 : 0, us, gbs, 100.0 * gbs / 4800.0, tflops, heur_us,
-              cfg_s.c_str());
+              best.pipelined ? 1 : 0, us, gbs, 100.0 * gbs / 4800.0, tflops, heur_us, cfg_s.c_str(),
+              best_big < 0 ? "-" : std::to_string(best_big).c_str());
           std::fflush(stdout);
           if (json)
             json << "{\"shape\":\"" << sname << "\",\"routing\":\"" << rname << "\",\"fmt\":\""
@@ -620,8 +628,8 @@ int main(int argc, char** argv) {
                  << ",\"pipelined\":" << (best.pipelined ? 1 : 0)
                  << ",\"warps_per_cta\":" << best.warps_per_cta
                  << ",\"ctas_per_sm\":" << best.ctas_per_sm << ",\"tc\":" << (best.tc ? 1 : 0)
-                 << ",\"wgmma\":" << (best.wgmma ? 1 : 0) << ",\"us\":" << us
-                 << ",\"heuristic_us\":" << heur_us << ",\"bytes\":" << bytes
+                 << ",\"wgmma\":" << (best.wgmma ? 1 : 0) << ",\"big_tiles\":" << best_big
+                 << ",\"us\":" << us << ",\"heuristic_us\":" << heur_us << ",\"bytes\":" << bytes
                  << ",\"flop\":" << flop << ",\"gbs\":" << gbs
                  << ",\"pct_peak\":" << 100.0 * gbs / 4800.0 << ",\"tflops\":" << tflops << "}"
                  << std::endl;
