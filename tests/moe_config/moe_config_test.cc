@@ -178,6 +178,25 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     const double hb = moe_launch(d, sm90, f, 64).hybrid_min_bytes;
     EXPECT_GE(hb, 0.4e9) << moe_fmt_name(f);
     EXPECT_LE(hb, 1.2e9) << moe_fmt_name(f);
+    // In 8-token tiles of an expert's bytes (the group kernel's unit): GLM-5 and its TP8 shard.
+    const GroupedLaunch hl = moe_launch(d, sm90, f, 64);
+    const double bpw = f == GroupedFmt::kBf16 ? 2.0 : f == GroupedFmt::kNvfp4 ? 0.5625 : 1.0;
+    for (int64_t I : {2048, 256}) {
+      const int n = grouped_hybrid_min_tiles(hl, f, 6144, I);
+      EXPECT_GE(n * 3.0 * 6144 * I * bpw, hb) << moe_fmt_name(f) << " I " << I;
+      EXPECT_LT((n - 1) * 3.0 * 6144 * I * bpw, hb) << moe_fmt_name(f) << " I " << I;
+    }
+    EXPECT_EQ(grouped_hybrid_min_tiles(hl, f, 6144, 256), f == GroupedFmt::kNvfp4      ? 264
+                                                          : f == GroupedFmt::kFp8Block ? 106
+                                                                                       : 96)
+        << moe_fmt_name(f);
+    GroupedLaunch off = hl, huge = hl, tiny = hl;
+    off.hybrid_min_bytes = 0;
+    huge.hybrid_min_bytes = 1e30;
+    tiny.hybrid_min_bytes = 1;
+    EXPECT_EQ(grouped_hybrid_min_tiles(off, f, 6144, 2048), 0);
+    EXPECT_EQ(grouped_hybrid_min_tiles(huge, f, 6144, 2048), 1000000000);
+    EXPECT_EQ(grouped_hybrid_min_tiles(tiny, f, 6144, 2048), 1);
     EXPECT_FALSE(moe_launch(d, sm120, f, 64).hybrid_pdl) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(w, sm90, f, 4096).hybrid_pdl) << moe_fmt_name(f);
   }

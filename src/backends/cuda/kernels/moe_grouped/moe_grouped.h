@@ -335,6 +335,10 @@ void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stre
 inline bool grouped_hybrid(const GroupedLaunch& l, int64_t T) {
   return !l.tc && l.wgmma_min_tokens > 0 && T >= l.wgmma_min_tokens;
 }
+// MoeGroupParams::big_min_tiles for a hybrid call of launch `l` on experts of format `f` and shape
+// D x I: how many 8-token tiles of an expert's gate_up + down weights make up
+// l.hybrid_min_bytes (at least 1, at most 1e9); 0 when l.hybrid_min_bytes is 0 (no gate).
+int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I);
 // Bytes of GroupedScratch::q a call needs: 0 unless launch `l` runs FP8 experts on the
 // warpgroup-MMA GEMM with FP8 activations (l.fp8_act, and l.wgmma or the hybrid at T tokens); then
 // the larger of x [T, D] and h [T*KS, I] as E4M3 codes (grouped_fp8_act_data_bytes, 16-byte

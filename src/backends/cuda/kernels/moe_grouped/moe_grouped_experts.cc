@@ -196,6 +196,15 @@ int64_t list_tiles(int64_t TK, int64_t E, int tile_tokens) {
 }
 }  // namespace
 
+int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I) {
+  if (!(l.hybrid_min_bytes > 0) || D <= 0 || I <= 0) return 0;
+  // Bytes per weight with the block scales: BF16 2, FP8 1 (+1/16384), NVFP4 0.5 + 1/16.
+  const double per_weight = f == GroupedFmt::kBf16 ? 2.0 : f == GroupedFmt::kNvfp4 ? 0.5625 : 1.0;
+  const double expert_bytes = 3.0 * static_cast<double>(D) * static_cast<double>(I) * per_weight;
+  return static_cast<int>(
+      std::min(1e9, std::max(1.0, std::ceil(l.hybrid_min_bytes / expert_bytes))));
+}
+
 int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens) {
   // The streaming list, then room for the hybrid's big-tile list.
   return list_tiles(T * K, E, tile_tokens) + list_tiles(T * K, E, kGroupedBigTile);
@@ -234,14 +243,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   const bool hybrid = grouped_hybrid(l, T);
   if (hybrid) {
     gp.big_min = l.wgmma_min_tokens;
-    if (l.hybrid_min_bytes > 0) {  // in 8-token tiles: an expert's bytes per tile
-      const double per_weight = ge.fmt == GroupedFmt::kBf16    ? 2.0
-                                : ge.fmt == GroupedFmt::kNvfp4 ? 0.5625
-                                                               : 1.0;
-      const double expert_bytes = 3.0 * static_cast<double>(ge.D) * ge.I * per_weight;
-      gp.big_min_tiles = static_cast<int>(
-          std::min(1e9, std::max(1.0, std::ceil(l.hybrid_min_bytes / expert_bytes))));
-    }
+    gp.big_min_tiles = grouped_hybrid_min_tiles(l, ge.fmt, ge.D, ge.I);
     gp.big_tiles = s.tiles + 4 * gp.max_tiles;
     gp.num_big = s.num_tiles + 1;
   }
