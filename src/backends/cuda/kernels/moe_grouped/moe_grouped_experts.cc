@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/cuda/kernels/moe_grouped/dequant_bits.h"
 #include "core/check.h"
 
 namespace moe::cuda {
@@ -198,9 +199,12 @@ int64_t list_tiles(int64_t TK, int64_t E, int tile_tokens) {
 
 int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I) {
   if (!(l.hybrid_min_bytes > 0) || D <= 0 || I <= 0) return 0;
-  // Bytes per weight with the block scales: BF16 2, FP8 1 (+1/16384), NVFP4 0.5 + 1/16.
-  const double per_weight = f == GroupedFmt::kBf16 ? 2.0 : f == GroupedFmt::kNvfp4 ? 0.5625 : 1.0;
-  const double expert_bytes = 3.0 * static_cast<double>(D) * static_cast<double>(I) * per_weight;
+  // gate_up (2 I rows of D) + down (D rows of I), plus NVFP4's one scale byte per 16 weights (FP8's
+  // per-128x128 scales are negligible).
+  const double weights = 3.0 * static_cast<double>(D) * static_cast<double>(I);
+  const double expert_bytes = static_cast<double>(2 * I * grouped::grouped_row_bytes(f, D) +
+                                                  D * grouped::grouped_row_bytes(f, I)) +
+                              (f == GroupedFmt::kNvfp4 ? weights / 16 : 0.0);
   return static_cast<int>(
       std::min(1e9, std::max(1.0, std::ceil(l.hybrid_min_bytes / expert_bytes))));
 }
