@@ -775,6 +775,13 @@ TEST_F(MoeGroupedTest, ProgrammaticDependentLaunchIsBitIdentical) {
     const Tensor a = check(c.f, c.T, 256, 128, 8, 4, Routing::kRandom, off);
     const Tensor b = check(c.f, c.T, 256, 128, 8, 4, Routing::kRandom, on);
     EXPECT_EQ(differing_floats(a, b), 0) << name(c.f) << " T " << c.T << " nb " << c.l.nb;
+    // GroupedLaunch::pdl_light: PDL only for gate_up after the grouping and the combine after
+    // down.
+    Launch light = off;
+    light.pdl_light = true;
+    const Tensor d = check(c.f, c.T, 256, 128, 8, 4, Routing::kRandom, light);
+    EXPECT_EQ(differing_floats(a, d), 0)
+        << name(c.f) << " T " << c.T << " nb " << c.l.nb << ": pdl_light";
   }
   // GroupedLaunch::hybrid_pdl: only the hybrid's warpgroup-MMA (and FP8 quantization) launches
   // with PDL, the streaming ones without; the threshold splits the experts (~100 tokens each)

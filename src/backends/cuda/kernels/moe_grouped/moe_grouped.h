@@ -159,6 +159,12 @@ struct GroupedLaunch {
   // cannot share an SM with the ring's, so the early placement that costs the rings does not
   // arise. moe_launch sets it wherever it gives the launch a hybrid (sm_90); measured there.
   bool hybrid_pdl = false;
+  // Programmatic dependent launch only across the boundaries whose predecessor holds no ring:
+  // gate_up after the grouping kernel and the combine after down go out with programmatic
+  // stream serialization even where `pdl` is off; down after gate_up does not (its CTAs, placed
+  // early, would take shared memory and SM slots from gate_up's rings: why `pdl` costs NVFP4 and
+  // BF16, session 20). Same bits either way.
+  bool pdl_light = false;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
 };
 

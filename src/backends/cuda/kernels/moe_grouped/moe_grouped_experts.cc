@@ -323,6 +323,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // The NVFP4 ring's items of two sub-blocks, per GEMM, from the expected tile count (unless the
   // launch says; the count only for launches whose kernel has them).
   GroupedLaunch lg = l, ld = l;
+  lg.pdl = l.pdl || l.pdl_light;  // gate_up after the grouping kernel (pdl_light)
   if (l.pipe_r2 < 0 && grouped_pipe_r2_kernel(l, ge.fmt)) {
     const double tiles = grouped_expected_tiles(T, KS, ge.E, ge.shared, gp.tile_tokens);
     lg.pipe_r2 = grouped_pipe_r2(l, ge.fmt, ge.I, true, tiles);
@@ -343,7 +344,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   gemm(p2, ld, sk.warps > 0 ? s.sk_counters + sk.warps : nullptr);
 
   launch_moe_combine(y, y_stride, s.out, p2.out_bf16, ids, ids_stride, T, ge.D, KS, ge.E, ge.shared,
-                     accumulate, stream, l.pdl);
+                     accumulate, stream, l.pdl || l.pdl_light);
 }
 
 namespace {
