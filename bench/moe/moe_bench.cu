@@ -23,7 +23,7 @@
 //                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
 //                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1] [--tma 0|1]
 //                  [--ws 0|1] [--pairs 0|1] [--narrow 0|1] [--pdl 0|1] [--hybrid-min N]
-//                  [--hybrid-pdl 0|1] [--hybrid-gb X]
+//                  [--hybrid-pdl 0|1] [--hybrid-gb X] [--pdl-light 0|1] [--sustain-ms N]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -50,10 +50,16 @@
 // (experts with >= N tokens on the warpgroup-MMA GEMM; 0: no hybrid, so no warpgroup-MMA launches
 // beside the streaming ones); --hybrid-pdl 0|1 GroupedLaunch::hybrid_pdl (the hybrid's
 // warpgroup-MMA and quantization launches with programmatic dependent launch); --hybrid-gb X
-// GroupedLaunch::hybrid_min_bytes = X * 1e9 (0: the hybrid whenever an expert qualifies).
+// GroupedLaunch::hybrid_min_bytes = X * 1e9 (0: the hybrid whenever an expert qualifies);
+// --pdl-light 0|1 GroupedLaunch::pdl_light (PDL for gate_up and the combine only).
+// --sustain-ms N: before the timed replays of each case, replay it (L2 flush included) for N ms
+// of wall time, so the times are those of a GPU that has been under this load long enough for
+// its power limit to act (H200, docs/perf.md session 27: the NVFP4 ring reaches the 700 W cap
+// within ~1 s and its SM clock drops from 1980 to 1200-1680 MHz; short runs do not see it).
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -135,6 +141,8 @@ int g_narrow = -1;         // --narrow 0|1 (-1: chosen per call)
 int g_pdl = -1;            // --pdl 0|1 (-1: moe_launch's choice)
 int g_hybrid_min = -1;     // --hybrid-min N (-1: moe_launch's threshold; 0: no hybrid)
 int g_hybrid_pdl = -1;     // --hybrid-pdl 0|1 (-1: the launch's default)
+int g_pdl_light = -1;      // --pdl-light 0|1 (-1: the launch's default)
+int g_sustain_ms = 0;      // --sustain-ms N (0: no sustained load before the timed replays)
 double g_hybrid_gb = -1;   // --hybrid-gb X (-1: moe_launch's GroupedLaunch::hybrid_min_bytes)
 
 // The launch with the --f8act, --r2, --two-step, --tma, --ws, --pairs, --narrow, --pdl,
@@ -151,6 +159,7 @@ GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_pdl >= 0) l.pdl = g_pdl == 1;
   if (g_hybrid_min >= 0 && l.wgmma_min_tokens > 0) l.wgmma_min_tokens = g_hybrid_min;
   if (g_hybrid_pdl >= 0) l.hybrid_pdl = g_hybrid_pdl == 1;
+  if (g_pdl_light >= 0) l.pdl_light = g_pdl_light == 1;
   if (g_hybrid_gb >= 0) l.hybrid_min_bytes = g_hybrid_gb * 1e9;
   return l;
 }
@@ -323,7 +332,15 @@ int main(int argc, char** argv) {
       for (auto& t : split(v)) tokens.push_back(std::max<long long>(1, std::atoll(t.c_str())));
     } else if (a == "--iters")
       iters = std::max(3, std::atoi(v.c_str()));
-    else if (a == "--routing-dir")
+    else if (a == "--sustain-ms") {
+      char* end = nullptr;
+      const long ms = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || ms < 0 || ms > 600000) {
+        std::fprintf(stderr, "--sustain-ms %s: expected milliseconds in 0..600000\n", v.c_str());
+        return 2;
+      }
+      g_sustain_ms = static_cast<int>(ms);
+    } else if (a == "--routing-dir")
       routing_dir = v;
     else if (a == "--json")
       json_path = v;
@@ -369,6 +386,7 @@ int main(int argc, char** argv) {
                              : a == "--narrow"     ? &g_narrow
                              : a == "--pdl"        ? &g_pdl
                              : a == "--hybrid-pdl" ? &g_hybrid_pdl
+                             : a == "--pdl-light"  ? &g_pdl_light
                                                    : nullptr) {
       if (v != "0" && v != "1") {
         std::fprintf(stderr, "%s %s: expected 0 or 1\n", a.c_str(), v.c_str());
@@ -575,6 +593,18 @@ int main(int argc, char** argv) {
             CK(cudaGraphInstantiate(&exec, graph, 0));
             std::vector<cudaEvent_t> ev(2 * iters);
             for (auto& e : ev) CK(cudaEventCreate(&e));
+            if (g_sustain_ms > 0) {  // the load held before timing (--sustain-ms)
+              const auto t0 = std::chrono::steady_clock::now();
+              while (
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                      .count() < g_sustain_ms) {
+                for (int r = 0; r < 8; ++r) {
+                  CK(cudaMemsetAsync(flush, r, flush_bytes, st));
+                  CK(cudaGraphLaunch(exec, st));
+                }
+                CK(cudaStreamSynchronize(st));
+              }
+            }
             for (int it = -3; it < iters; ++it) {
               CK(cudaMemsetAsync(flush, it & 0xff, flush_bytes, st));
               if (it >= 0) CK(cudaEventRecord(ev[2 * it], st));
