@@ -199,6 +199,18 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(grouped_hybrid_min_tiles(tiny, f, 6144, 2048), 1);
     EXPECT_FALSE(moe_launch(d, sm120, f, 64).hybrid_pdl) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(w, sm90, f, 4096).hybrid_pdl) << moe_fmt_name(f);
+    // PDL for gate_up and the combine only: BF16 up to 8 tokens, NVFP4 up to 4 (measured), never
+    // with `pdl` (FP8) or the warpgroup-MMA launch.
+    const bool bf16 = f == GroupedFmt::kBf16, nvfp4 = f == GroupedFmt::kNvfp4;
+    EXPECT_EQ(moe_launch(d, sm90, f, 1).pdl_light, bf16 || nvfp4) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 4).pdl_light, bf16 || nvfp4) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 5).pdl_light, bf16) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 8).pdl_light, bf16) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, sm90, f, 9).pdl_light) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, limits(232448, 132), f, 1).pdl_light) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(w, sm90, f, 4).pdl_light) << moe_fmt_name(f);
+    const GroupedLaunch small = moe_launch(d, sm90, f, 1);
+    EXPECT_FALSE(small.pdl && small.pdl_light) << moe_fmt_name(f);
   }
   // 32 tokens per expert: BF16 and FP8 (E4M3 activations) take wgmma, NVFP4 keeps streaming
   // 32-token tiles with the hybrid (measured, moe_config.cc); 16 per expert: 32-token tiles for
