@@ -55,7 +55,8 @@
 // --sustain-ms N: before the timed replays of each case, replay it (L2 flush included) for N ms
 // of wall time, so the times are those of a GPU that has been under this load long enough for
 // its power limit to act (H200, docs/perf.md session 27: the NVFP4 ring reaches the 700 W cap
-// within ~1 s and its SM clock drops from 1980 to 1200-1680 MHz; short runs do not see it).
+// within ~1 s at T 8..64 and its SM clock drops from 1980 to ~1500-1700 MHz; short runs do not
+// see it).
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -12,6 +12,9 @@
 #   MOE_BENCH_TOKENS (1,4,8,32,64,128,256), MOE_BENCH_FMT (bf16,fp8,nvfp4), MOE_BENCH_SWEEP (1),
 #   MOE_BENCH_ITERS (20).
 #   MOE_SKIP_TESTS=1, MOE_SKIP_TORCH=1, MOE_TORCH_TIMEOUT (s, default 300), MOE_EXTRA_TARGETS.
+#   MOE_BENCH_SUSTAIN_MS=N: moe_bench --sustain-ms N (each case held under load N ms before it is
+#                             timed: power-limited clocks; the NVFP4 ring at T 8..64 is 12-16%
+#                             slower after ~1 s on the H200, docs/perf.md session 27).
 #   MOE_PREBUILT=DIR: run DIR/bin/moe_bench and DIR/bin/moe_grouped_tests as built on the build
 #   machine (cuda-release preset: static cudart, sm_90a) instead of building here.
 set -uo pipefail
@@ -77,7 +80,8 @@ while read -r shapes routings tokens fmts sweep iters; do
   echo "== bench set $n: $shapes $routings T=$tokens $fmts sweep=$sweep iters=$iters $(date +%T)" |
     tee -a "$out/summary.txt" | tee -a "$out/bench.log"
   $build/bin/moe_bench --shape "$shapes" --routing "$routings" --tokens "$tokens" --fmt "$fmts" \
-    --sweep "${sweep:-1}" --iters "${iters:-20}" --routing-dir $rd --json "$out/ours.$n.jsonl" \
+    --sweep "${sweep:-1}" --iters "${iters:-20}" --sustain-ms "${MOE_BENCH_SUSTAIN_MS:-0}" \
+    --routing-dir $rd --json "$out/ours.$n.jsonl" \
     </dev/null >>"$out/bench.log" 2>&1 || { status=1; tail -n 5 "$out/bench.log"; }
   cat "$out/ours.$n.jsonl" >>"$out/ours.jsonl" 2>/dev/null
 done <<<"$sets"
