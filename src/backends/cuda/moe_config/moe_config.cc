@@ -110,7 +110,7 @@ constexpr double kTcMinTokensPerExpert = 32;
 constexpr double kWgmmaMinTokensBf16 = 32;
 constexpr double kWgmmaMinTokensQuant = 48;
 constexpr double kTcWideTokensPerExpert = 64;
-constexpr int64_t kFp8ActMinTokensHybrid = 256;  // moe_launch
+constexpr int64_t kFp8ActMinTokensHybrid = 64;  // moe_launch
 
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim) {
   // Expected tokens per expert (T*K/E). Measured on the H200 (docs/perf.md, sweep of 2026-11-30):
@@ -214,10 +214,14 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
     l.hybrid_min_bytes = f == GroupedFmt::kBf16 ? 0.9e9 : f == GroupedFmt::kNvfp4 ? 0.7e9 : 0.5e9;
   }
   // FP8 experts on the warpgroup-MMA GEMM take FP8 activations (E4M3 per row and 128 k): always
-  // with the tc launch, in the hybrid from T 256. NOTE: measured on the H200 (2026-12-01, glm5
+  // with the tc launch, in the hybrid from T 64. NOTE: measured on the H200 (2026-12-01, glm5
   // FP8, moe_bench --f8act 0|1): hot8 T 256 / 512 377 / 737 us with F16 activations, 366 / 594
-  // with E4M3; at T 64 E4M3 lost (266 against 272-299 us with the 128-row kernel of the first
-  // version: the quantization launch and few items).
+  // with E4M3 (at T 64 E4M3 lost then, with the 128-row kernel of the first version). Re-measured
+  // with today's kernels (docs/perf.md, 2026-12-03 session 27; glm5 / TP8 / EP8, hot8 / zipf1 /
+  // uniform, T 16..128, two alternations): where the hybrid engages E4M3 is 4-38% faster (glm5
+  // hot8 T 64 263 -> 186 us, TP8 hot8 T 128 146 -> 91, EP8 hot8 T 64 171 -> 116, glm5 zipf1
+  // T 128 2177 -> 2081); where the gate keeps every expert streaming it costs 0.3-1% (TP8 uniform
+  // T 64 309 -> 311.5; TP8 hot8 T 64 75 -> 77.5, 3%).
   l.fp8_act = f == GroupedFmt::kFp8Block &&
               (l.wgmma || (l.wgmma_min_tokens > 0 && T >= kFp8ActMinTokensHybrid));
   // Programmatic dependent launch for FP8 from sm_90, except the warpgroup-MMA launch (prefill).
