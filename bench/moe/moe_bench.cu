@@ -147,8 +147,8 @@ int g_sustain_ms = 0;      // --sustain-ms N (0: no sustained load before the ti
 double g_hybrid_gb = -1;   // --hybrid-gb X (-1: moe_launch's GroupedLaunch::hybrid_min_bytes)
 
 // The launch with the --f8act, --r2, --two-step, --tma, --ws, --pairs, --narrow, --pdl,
-// --hybrid-min and --hybrid-pdl overrides (the last only where moe_launch gave the launch a hybrid:
-// sm_90).
+// --hybrid-min, --hybrid-pdl, --pdl-light and --hybrid-gb overrides (--hybrid-min only where
+// moe_launch gave the launch a hybrid: sm_90).
 GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_f8act >= 0) l.fp8_act = g_f8act == 1;
   l.pipe_r2 = g_r2;

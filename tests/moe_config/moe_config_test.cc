@@ -158,7 +158,7 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(moe_launch(d, sm120, f, 64).wgmma_min_tokens, 0);
     EXPECT_EQ(moe_launch(w, sm90, f, 4096).wgmma_min_tokens, 0);
     EXPECT_TRUE(moe_launch(w, sm90, f, 4096).wgmma);
-    // E4M3 activations: FP8 experts on the warpgroup-MMA GEMM (tc launch; the hybrid from T 256).
+    // E4M3 activations: FP8 experts on the warpgroup-MMA GEMM (tc launch; the hybrid from T 64).
     const bool fp8 = f == GroupedFmt::kFp8Block;
     EXPECT_EQ(moe_launch(w, sm90, f, 4096).fp8_act, fp8) << moe_fmt_name(f);
     EXPECT_EQ(moe_launch(d, sm90, f, 64).fp8_act, fp8) << moe_fmt_name(f);
