@@ -44,7 +44,8 @@
 // the warpgroup-MMA GEMM: weight tiles by TMA, tensor maps of grouped_weight_tmaps); --ws 0|1
 // GroupedLaunch::wgmma_ws (with TMA, the warp-specialized kernel at 256 rows where pairs do not
 // apply); --pairs 0|1 GroupedLaunch::wgmma_pairs (2-CTA clusters sharing weight tiles); --narrow
-// 0|1 GroupedLaunch::wgmma_narrow (their instance for tiles of <= 64 tokens; default: per call);
+// 0|1 GroupedLaunch::wgmma_narrow (their instance for tiles of <= 64 tokens; default: per call;
+// for the hybrid also BF16 big tiles on the 64-token mma.sync tile GEMM, grouped_hybrid_narrow);
 // --pdl 0|1 GroupedLaunch::pdl (programmatic dependent launch of the call's kernels; default:
 // moe_launch's); --hybrid-min N GroupedLaunch::wgmma_min_tokens where the launch has the hybrid
 // (experts with >= N tokens on the warpgroup-MMA GEMM; 0: no hybrid, so no warpgroup-MMA launches

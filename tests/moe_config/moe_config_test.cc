@@ -158,12 +158,17 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(moe_launch(d, sm120, f, 64).wgmma_min_tokens, 0);
     EXPECT_EQ(moe_launch(w, sm90, f, 4096).wgmma_min_tokens, 0);
     EXPECT_TRUE(moe_launch(w, sm90, f, 4096).wgmma);
-    // E4M3 activations: FP8 experts on the warpgroup-MMA GEMM (tc launch; the hybrid from T 64).
+    // E4M3 activations: FP8 experts on the warpgroup-MMA GEMM (tc launch; the hybrid, which runs
+    // from T 48: grouped_fp8_act_bytes is 0 below).
     const bool fp8 = f == GroupedFmt::kFp8Block;
     EXPECT_EQ(moe_launch(w, sm90, f, 4096).fp8_act, fp8) << moe_fmt_name(f);
     EXPECT_EQ(moe_launch(d, sm90, f, 64).fp8_act, fp8) << moe_fmt_name(f);
     EXPECT_EQ(moe_launch(d, sm90, f, 256).fp8_act, fp8) << moe_fmt_name(f);
-    EXPECT_FALSE(moe_launch(d, sm90, f, 63).fp8_act) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 48).fp8_act, fp8) << moe_fmt_name(f);
+    EXPECT_EQ(grouped_fp8_act_bytes(moe_launch(d, sm90, f, 48), f, 48, 6144, 2048, 8) > 0, fp8)
+        << moe_fmt_name(f);
+    EXPECT_EQ(grouped_fp8_act_bytes(moe_launch(d, sm90, f, 47), f, 47, 6144, 2048, 8), 0)
+        << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm120, f, 4096).fp8_act) << moe_fmt_name(f);
     // Programmatic dependent launch: FP8 from sm_90 (sm_120 too) on the streaming / ring launches
     // and the hybrid, not the warpgroup-MMA launch; not without a compute capability.
@@ -197,6 +202,21 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(grouped_hybrid_min_tiles(off, f, 6144, 2048), 0);
     EXPECT_EQ(grouped_hybrid_min_tiles(huge, f, 6144, 2048), 1000000000);
     EXPECT_EQ(grouped_hybrid_min_tiles(tiny, f, 6144, 2048), 1);
+    // The hybrid's big tiles on the warp-specialized kernel (FP8 with tensor maps; a flag the
+    // other formats' launches ignore); the full warpgroup-MMA launch keeps the 256-thread one.
+    EXPECT_TRUE(moe_launch(d, sm90, f, 64).wgmma_ws) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(w, sm90, f, 4096).wgmma_ws) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, sm120, f, 64).wgmma_ws) << moe_fmt_name(f);
+    // Their narrow instance exactly when no big tile can exceed 64 tokens (T <= 64).
+    EXPECT_TRUE(grouped_hybrid_narrow(hl, 48));
+    EXPECT_TRUE(grouped_hybrid_narrow(hl, 64));
+    EXPECT_FALSE(grouped_hybrid_narrow(hl, 65));
+    EXPECT_FALSE(grouped_hybrid_narrow(hl, 1024));
+    GroupedLaunch forced = hl;
+    forced.wgmma_narrow = 0;
+    EXPECT_FALSE(grouped_hybrid_narrow(forced, 48));
+    forced.wgmma_narrow = 1;
+    EXPECT_TRUE(grouped_hybrid_narrow(forced, 4096));
     EXPECT_FALSE(moe_launch(d, sm120, f, 64).hybrid_pdl) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(w, sm90, f, 4096).hybrid_pdl) << moe_fmt_name(f);
     // PDL for gate_up and the combine only: BF16 up to 8 tokens, NVFP4 up to 4 (measured), never

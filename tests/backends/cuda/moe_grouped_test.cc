@@ -624,7 +624,22 @@ TEST_F(MoeGroupedTest, WarpgroupMmaSmall) {
       l.wgmma_ws = true;
       check(Fmt::kFp8, T, 512, 256, 8, 3, Routing::kRandom, l);
     }
+  // The hybrid on the warp-specialized kernel (moe_launch's choice on sm_90), its narrow instance
+  // by grouped_hybrid_narrow's default: T 60 (every big tile <= 64 tokens: narrow) and T 200.
+  for (int64_t T : {60, 200}) {
+    Launch l{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+    l.wgmma_ws = true;
+    check(Fmt::kFp8, T, 512, 256, 8, 2, Routing::kOne, l);
+  }
   prepare_ = false;
+  // BF16 big tiles of <= 64 tokens on the 64-token mma.sync tile GEMM (grouped_hybrid_narrow: T
+  // <= 64), and the same tiles on the warpgroup-MMA GEMM (narrow forced off); T 100: full tiles.
+  for (int narrow : {-1, 0})
+    for (int64_t T : {40, 64, 100}) {
+      Launch l{.nb = 2, .wgmma_min_tokens = 32};
+      l.wgmma_narrow = narrow;
+      check(Fmt::kBf16, T, 256, 128, 8, 2, Routing::kOne, l);
+    }
 }
 
 // FP8 experts on the warpgroup-MMA GEMM with E4M3 activations (GroupedLaunch::fp8_act): the tc
@@ -808,6 +823,12 @@ TEST_F(MoeGroupedTest, ProgrammaticDependentLaunchIsBitIdentical) {
       gate.hybrid_min_bytes = 1;
       EXPECT_EQ(differing_floats(check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate), a), 0)
           << name(f) << ": hybrid_min_bytes below";
+      // T 60 (~30 tokens per expert): every big tile narrow (BF16: the 64-token tile GEMM).
+      off.wgmma_min_tokens = on.wgmma_min_tokens = 20;
+      EXPECT_EQ(differing_floats(check(f, 60, 256, 128, 8, 4, Routing::kRandom, off),
+                                 check(f, 60, 256, 128, 8, 4, Routing::kRandom, on)),
+                0)
+          << name(f) << ": hybrid_pdl, narrow big tiles";
     }
 }
 
@@ -1017,6 +1038,8 @@ TEST_F(MoeGroupedTest, HybridSplitsExpertsByTokenCount) {
       check(f, 300, 384, 256, 8, 1, Routing::kOne, Launch{.nb = nb, .wgmma_min_tokens = 32});
       check(f, 1000, 256, 128, 64, 3, Routing::kRandom, Launch{.nb = nb, .wgmma_min_tokens = 48});
       check(f, 20, 256, 128, 8, 2, Routing::kRandom, Launch{.nb = nb, .wgmma_min_tokens = 32});
+      // T <= 64: big tiles of <= 64 tokens (grouped_hybrid_narrow), every expert big.
+      check(f, 60, 256, 128, 8, 2, Routing::kRandom, Launch{.nb = nb, .wgmma_min_tokens = 1});
     }
 }
 

@@ -110,7 +110,6 @@ constexpr double kTcMinTokensPerExpert = 32;
 constexpr double kWgmmaMinTokensBf16 = 32;
 constexpr double kWgmmaMinTokensQuant = 48;
 constexpr double kTcWideTokensPerExpert = 64;
-constexpr int64_t kFp8ActMinTokensHybrid = 64;  // moe_launch
 
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim) {
   // Expected tokens per expert (T*K/E). Measured on the H200 (docs/perf.md, sweep of 2026-11-30):
@@ -214,16 +213,18 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
     l.hybrid_min_bytes = f == GroupedFmt::kBf16 ? 0.9e9 : f == GroupedFmt::kNvfp4 ? 0.7e9 : 0.5e9;
   }
   // FP8 experts on the warpgroup-MMA GEMM take FP8 activations (E4M3 per row and 128 k): always
-  // with the tc launch, in the hybrid from T 64. NOTE: measured on the H200 (2026-12-01, glm5
-  // FP8, moe_bench --f8act 0|1): hot8 T 256 / 512 377 / 737 us with F16 activations, 366 / 594
-  // with E4M3 (at T 64 E4M3 lost then, with the 128-row kernel of the first version). Re-measured
-  // with today's kernels (docs/perf.md, 2026-12-03 session 27; glm5 / TP8 / EP8, hot8 / zipf1 /
-  // uniform, T 16..128, two alternations): where the hybrid engages E4M3 is 4-38% faster (glm5
-  // hot8 T 64 263 -> 186 us, TP8 hot8 T 128 146 -> 91, EP8 hot8 T 64 171 -> 116, glm5 zipf1
-  // T 128 2177 -> 2081); where the gate keeps every expert streaming it costs 0.3-1% (TP8 uniform
-  // T 64 309 -> 311.5; TP8 hot8 T 64 75 -> 77.5, 3%).
-  l.fp8_act = f == GroupedFmt::kFp8Block &&
-              (l.wgmma || (l.wgmma_min_tokens > 0 && T >= kFp8ActMinTokensHybrid));
+  // with the tc launch and in the hybrid (which runs from T 48, kWgmmaMinTokensQuant). NOTE:
+  // measured on the H200 (2026-12-01, glm5 FP8, moe_bench --f8act 0|1): hot8 T 256 / 512 377 / 737
+  // us with F16 activations, 366 / 594 with E4M3 (at T 64 E4M3 lost then, with the 128-row kernel
+  // of the first version). Re-measured with today's kernels (docs/perf.md, 2026-12-03 session 27;
+  // glm5 / TP8 / EP8, hot8 / zipf1 / uniform, T 16..128, two alternations): where the hybrid
+  // engages E4M3 is 4-38% faster (glm5 hot8 T 64 263 -> 186 us, TP8 hot8 T 128 146 -> 91, EP8 hot8
+  // T 64 171 -> 116, glm5 zipf1 T 128 2177 -> 2081); where the gate keeps every expert streaming it
+  // costs 0.3-1% (TP8 uniform T 64 309 -> 311.5; TP8 hot8 T 64 75 -> 77.5, 3%). T 48 / 56 (session
+  // 28, with the hybrid on the warp-specialized kernel): glm5 hot8 276 / 267 -> 134 / 134 us, EP8
+  // hot8 176 / 172 -> 112 / 110, glm5 zipf1.5 T 56 1052 -> 961; where the gate streams everything
+  // 1-5% slower (TP8 hot8 T 48 67.5 -> 71.5).
+  l.fp8_act = f == GroupedFmt::kFp8Block && (l.wgmma || l.wgmma_min_tokens > 0);
   // Programmatic dependent launch for FP8 from sm_90, except the warpgroup-MMA launch (prefill).
   // NOTE: measured on the H200 (docs/perf.md, 2026-12-02 session 19; the call's launches with and
   // without it, same routing, alternated): FP8 T 1..8 0.5-6% faster on glm5 / dsv3 / TP8 / EP8
@@ -245,6 +246,14 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // level to 0.9% slower from T 16; NVFP4 T 1..4 0.4-4% faster (TP8 T 1 / 2 31.4 / 39.2 -> 30.3 /
   // 37.6, glm5 T 1 71.4 -> 70.6) except EP8 T 4 (about 9 rows, +3.8%), and 2-9% slower from
   // T 8 on the sharded shapes (EP8 T 128 225 -> 245).
+  // The hybrid's FP8 GEMMs on the warp-specialized kernel (GroupedLaunch::wgmma_ws; its narrow
+  // instance for tiles of <= 64 tokens, grouped_hybrid_narrow). NOTE: measured on the H200
+  // (docs/perf.md, 2026-12-03 session 28; moe_bench --ws 0|1 --narrow 0|1, glm5 / TP8 / EP8, hot8 /
+  // zipf1.5, T 48..256, two alternations): with the full instance level to 5% faster (glm5 hot8
+  // T 96 164 -> 156 us) except EP8 hot8 T 128 (+2%); the narrow instance at T 64 glm5 hot8
+  // 185 -> 136 us (torch FP8 158), EP8 hot8 115 -> 97. The full launch (prefill) keeps the
+  // 256-thread kernel where pairs do not apply (level there, session 23).
+  l.wgmma_ws = !l.wgmma && l.wgmma_min_tokens > 0;
   l.pdl_light = !l.pdl && !l.wgmma && lim.cc >= 90 &&
                 ((f == GroupedFmt::kNvfp4 && T <= 4) || (f == GroupedFmt::kBf16 && T <= 8));
   return l;

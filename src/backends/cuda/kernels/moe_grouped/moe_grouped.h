@@ -135,15 +135,19 @@ struct GroupedLaunch {
   // With wgmma_tma, 256-row CTAs (gate_up, and down where D % 256 == 0) that are not pairs: the
   // warp-specialized kernel (a producer warpgroup loads, two consumer warpgroups compute, stages
   // handed over by mbarriers) instead of every thread loading and a CTA barrier per k-block.
-  // Bit-identical; measured level with the 256-thread kernel (-4% .. +7%, session 23), so off.
+  // Bit-identical; measured level with the 256-thread kernel (-4% .. +7%, session 23), so off for
+  // the full launch; moe_launch sets it for the hybrid's big tiles (session 28: level to 5%
+  // faster, and its narrow instance 27% faster at T 64, grouped_hybrid_narrow).
   bool wgmma_ws = false;
   // Warp-specialized FP8 kernels (pairs or wgmma_ws): tiles of <= 64 tokens computed by both
   // consumer warpgroups on two quarters of the weight rows each instead of one warpgroup computing
   // 64 padding rows (the kernels' NARROW instance, MoeGemmParams::narrow): 1 always, 0 never, -1
-  // when the call's experts expect at most kGroupedNarrowMaxMean tokens each (run_grouped_experts).
-  // Bit-identical. H200 (docs/perf.md, 2026-12-03 session 24; whole FP8 layer with pairs, two
-  // calls): glm5 / dsv3 T 1024 (32 tokens per expert) 9-10% faster, T 2048 (64) 4-9%; at T 4096 /
-  // 8192 (128 / 256 per expert) the narrow instance is 5-6% slower (its spills), hence per call.
+  // when the call's experts expect at most kGroupedNarrowMaxMean tokens each (run_grouped_experts;
+  // for the hybrid's big tiles when T <= 64, grouped_hybrid_narrow, which also gives BF16 big
+  // tiles the 64-token mma.sync tile GEMM then). Bit-identical (FP8). H200 (docs/perf.md,
+  // 2026-12-03 session 24; whole FP8 layer with pairs, two calls): glm5 / dsv3 T 1024 (32 tokens
+  // per expert) 9-10% faster, T 2048 (64) 4-9%; at T 4096 / 8192 (128 / 256 per expert) the narrow
+  // instance is 5-6% slower (its spills), hence per call.
   int wgmma_narrow = -1;
   // Programmatic dependent launch (sm_90): the call's launches (grouping, GEMMs, FP8 quantization,
   // combine) go out with programmatic stream serialization, each kernel waits for its predecessor
@@ -320,6 +324,21 @@ constexpr double kGroupedNarrowMaxMean = 64;
 inline bool grouped_wgmma_narrow(const GroupedLaunch& l, int64_t T, int64_t K, int64_t E) {
   if (l.wgmma_narrow >= 0) return l.wgmma_narrow == 1;
   return E > 0 && static_cast<double>(T * K) / static_cast<double>(E) <= kGroupedNarrowMaxMean;
+}
+
+// The hybrid's big tiles (experts with >= wgmma_min_tokens tokens) are narrow exactly when no
+// big tile can hold more than 64 tokens, T <= 64 (an expert has at most one slot per row). Then
+// FP8 takes the warp-specialized kernel's narrow instance, BF16 the 64-token mma.sync tile GEMM
+// (kGroupedNarrowTcTile, 2 CTAs per SM) instead of the warpgroup-MMA one. The expected mean
+// (grouped_wgmma_narrow) says nothing about the big experts. Measured (docs/perf.md, session
+// 28): FP8 glm5 hot8 T 64 172 -> 136 us with it, T 96 / 128 156 / 149 -> 164 / 157 (full tiles
+// pay the instance's spills); BF16 hot8 T 48 / 64 303 / 283 -> 216 / 204 (the tc launch's).
+// GroupedLaunch::wgmma_narrow >= 0 overrides.
+constexpr int kGroupedNarrowTcTile = 64;
+inline bool grouped_hybrid_narrow(const GroupedLaunch& l, int64_t T) {
+  if (l.wgmma_narrow >= 0) return l.wgmma_narrow == 1;
+  static_assert(kGroupedNarrowTcTile == kGroupedBigTile / 2);
+  return T <= kGroupedNarrowTcTile;
 }
 
 // K-granularity the GEMMs need of D and I (rows must be multiples of 32).

@@ -292,6 +292,13 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   lb.pipelined = false;
   lb.tc = lb.wgmma = true;
   lb.pdl = l.pdl || (hybrid && l.hybrid_pdl);  // = l.pdl without the hybrid (wgmma launches)
+  if (hybrid && ge.fmt == GroupedFmt::kBf16 && grouped_hybrid_narrow(l, T)) {
+    // BF16 big tiles of <= 64 tokens (T <= 64): the 64-token mma.sync tile GEMM, two CTAs per SM
+    // (the list's 128-token tiles then hold <= 64 tokens each).
+    lb.nb = kGroupedNarrowTcTile / 8;
+    lb.ctas_per_sm = 2;
+    lb.wgmma = false;
+  }
   // The warpgroup-MMA GEMM's tiles (the whole list with a wgmma launch, else the big tiles).
   const int32_t* wg_tiles = hybrid ? gp.big_tiles : s.tiles;
   const int32_t* wg_num = hybrid ? gp.num_big : s.num_tiles;
@@ -316,7 +323,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
         p.tmap_e = ge.E;
       }
       p.pairs = pairs;
-      p.narrow = grouped_wgmma_narrow(l, T, KS, ge.E);
+      p.narrow = hybrid ? grouped_hybrid_narrow(l, T) : grouped_wgmma_narrow(l, T, KS, ge.E);
     }
     launch_moe_gemm(p, l.wgmma ? l : lb, stream);
   };
