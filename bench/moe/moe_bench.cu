@@ -23,7 +23,8 @@
 //                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
 //                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1] [--tma 0|1]
 //                  [--ws 0|1] [--pairs 0|1] [--narrow 0|1] [--pdl 0|1] [--hybrid-min N]
-//                  [--hybrid-pdl 0|1] [--hybrid-gb X] [--pdl-light 0|1] [--sustain-ms N]
+//                  [--hybrid-pdl 0|1] [--hybrid-gb X] [--pdl-light 0|1] [--split-k 0|1]
+//                  [--sustain-ms N]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -52,7 +53,9 @@
 // beside the streaming ones); --hybrid-pdl 0|1 GroupedLaunch::hybrid_pdl (the hybrid's
 // warpgroup-MMA and quantization launches with programmatic dependent launch); --hybrid-gb X
 // GroupedLaunch::hybrid_min_bytes = X * 1e9 (0: the hybrid whenever an expert qualifies);
-// --pdl-light 0|1 GroupedLaunch::pdl_light (PDL for gate_up and the combine only).
+// --pdl-light 0|1 GroupedLaunch::pdl_light (PDL for gate_up and the combine only). --split-k 0|1
+// GroupedLaunch::hybrid_split_k (the hybrid's FP8 gate_up split along k where its items fill less
+// than half the GPU).
 // --sustain-ms N: before the timed replays of each case, replay it (L2 flush included) for N ms
 // of wall time, so the times are those of a GPU that has been under this load long enough for
 // its power limit to act (H200, docs/perf.md session 27: the NVFP4 ring reaches the 700 W cap
@@ -144,12 +147,13 @@ int g_pdl = -1;            // --pdl 0|1 (-1: moe_launch's choice)
 int g_hybrid_min = -1;     // --hybrid-min N (-1: moe_launch's threshold; 0: no hybrid)
 int g_hybrid_pdl = -1;     // --hybrid-pdl 0|1 (-1: the launch's default)
 int g_pdl_light = -1;      // --pdl-light 0|1 (-1: the launch's default)
+int g_split_k = -1;        // --split-k 0|1 (-1: the launch's default)
 int g_sustain_ms = 0;      // --sustain-ms N (0: no sustained load before the timed replays)
 double g_hybrid_gb = -1;   // --hybrid-gb X (-1: moe_launch's GroupedLaunch::hybrid_min_bytes)
 
 // The launch with the --f8act, --r2, --two-step, --tma, --ws, --pairs, --narrow, --pdl,
-// --hybrid-min, --hybrid-pdl, --pdl-light and --hybrid-gb overrides (--hybrid-min only where
-// moe_launch gave the launch a hybrid: sm_90).
+// --hybrid-min, --hybrid-pdl, --pdl-light, --split-k and --hybrid-gb overrides (--hybrid-min only
+// where moe_launch gave the launch a hybrid: sm_90).
 GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_f8act >= 0) l.fp8_act = g_f8act == 1;
   l.pipe_r2 = g_r2;
@@ -162,6 +166,7 @@ GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_hybrid_min >= 0 && l.wgmma_min_tokens > 0) l.wgmma_min_tokens = g_hybrid_min;
   if (g_hybrid_pdl >= 0) l.hybrid_pdl = g_hybrid_pdl == 1;
   if (g_pdl_light >= 0) l.pdl_light = g_pdl_light == 1;
+  if (g_split_k >= 0) l.hybrid_split_k = g_split_k == 1;
   if (g_hybrid_gb >= 0) l.hybrid_min_bytes = g_hybrid_gb * 1e9;
   return l;
 }
@@ -389,6 +394,7 @@ int main(int argc, char** argv) {
                              : a == "--pdl"        ? &g_pdl
                              : a == "--hybrid-pdl" ? &g_hybrid_pdl
                              : a == "--pdl-light"  ? &g_pdl_light
+                             : a == "--split-k"    ? &g_split_k
                                                    : nullptr) {
       if (v != "0" && v != "1") {
         std::fprintf(stderr, "%s %s: expected 0 or 1\n", a.c_str(), v.c_str());

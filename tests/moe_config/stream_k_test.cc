@@ -121,5 +121,42 @@ TEST(StreamK, DecodeShapes) {
   EXPECT_EQ(first.q, 24);
 }
 
+// Split-K of the warp-specialized FP8 GEMM (ws_split_count / ws_split_range): the ranges of an
+// item cover its k-steps once, in order, each at least kWsSplitMinSteps long; no split when the
+// items fill half the grid, and the partial sums fit their buffer.
+TEST(WsSplitK, RangesCoverEveryStepOnce) {
+  int split_cases = 0;
+  for (int n_items : {1, 2, 3, 7, 16, 33, 66, 67, 200})
+    for (int grid : {2, 66, 132, 264})
+      for (int ksteps : {1, 2, 4, 7, 8, 16, 48, 50, 56, 100})
+        for (long long bytes : {0LL, kWsSplitItemBytes, 1LL << 24, 1LL << 40})
+          for (int cap : {0, 8, 1 << 20}) {
+            const int S = ws_split_count(n_items, grid, ksteps, bytes, cap);
+            ASSERT_GE(S, 1);
+            ASSERT_LE(S, 64);
+            if (S == 1) continue;
+            ++split_cases;
+            EXPECT_LE(2 * n_items, grid);
+            EXPECT_LE(n_items * S, grid);
+            EXPECT_LE(n_items, cap);
+            EXPECT_LE(static_cast<long long>(n_items) * S * kWsSplitItemBytes, bytes);
+            int next = 0;
+            for (int r = 0; r < S; ++r) {
+              int kb0 = -1, kb1 = -1;
+              ws_split_range(r, S, ksteps, &kb0, &kb1);
+              EXPECT_EQ(kb0, next) << n_items << " " << grid << " " << ksteps << " S " << S;
+              EXPECT_GE(kb1 - kb0, kWsSplitMinSteps) << ksteps << " S " << S << " r " << r;
+              next = kb1;
+            }
+            EXPECT_EQ(next, ksteps);
+          }
+  EXPECT_GT(split_cases, 100);
+  // TP8 hot8 T 64: 16 items (8 big tiles x 2 row blocks), 48 k-steps, 12.6 MB of out (less the
+  // counters: 5.99 items of partial sums).
+  EXPECT_EQ(ws_split_count(16, 132, 48, 64LL * 8 * 6144 * 4 - 256, 16 * 2), 5);
+  EXPECT_EQ(ws_split_count(67, 132, 48, 1LL << 40, 1 << 20), 1);  // more than half the grid
+  EXPECT_EQ(ws_split_count(4, 132, 7, 1LL << 40, 1 << 20), 1);    // too short to cut
+}
+
 }  // namespace
 }  // namespace moe::cuda::grouped

@@ -631,6 +631,12 @@ TEST_F(MoeGroupedTest, WarpgroupMmaSmall) {
     l.wgmma_ws = true;
     check(Fmt::kFp8, T, 512, 256, 8, 2, Routing::kOne, l);
   }
+  // ... with gate_up split along k (2 items of 16 k-steps: 4 ranges each).
+  {
+    Launch l{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+    l.wgmma_ws = true;
+    check(Fmt::kFp8, 100, 2048, 128, 2, 2, Routing::kOne, l);
+  }
   prepare_ = false;
   // BF16 big tiles of <= 64 tokens on the 64-token mma.sync tile GEMM (grouped_hybrid_narrow: T
   // <= 64), and the same tiles on the warpgroup-MMA GEMM (narrow forced off); T 100: full tiles.
@@ -755,6 +761,37 @@ TEST_F(MoeGroupedTest, WarpgroupMmaTmaIsBitIdentical) {
   EXPECT_EQ(differing_floats(check(Fmt::kFp8, 300, 256, 128, 8, 2),
                              check(Fmt::kFp8, 300, 256, 128, 8, 2, Routing::kRandom, without)),
             0);
+  prepare_ = false;
+}
+
+// The hybrid's FP8 gate_up on the warp-specialized kernel split along k where its items fill
+// less than half the GPU (GroupedLaunch::hybrid_split_k; ws_split_count): full tiles (T 100: 2
+// items, 4 ranges of 4 k-steps) and narrow ones (T 60, NARROW instance: 8 items, 3 ranges);
+// within tolerance and against the host emulation of the E4M3 path (check), the same bits on a
+// second run (the partial sums are added in range order whichever CTA arrives last), and the
+// split's reordered f32 sums reach y where h has enough values (T 60: 61k): not the bits of the
+// unsplit k-loop. (At T 100, 26k values of h, the F16 and E4M3 roundings of h absorb the
+// reordering: the same bits on the H200, so that case asserts no difference either way.)
+TEST_F(MoeGroupedTest, HybridSplitKIsDeterministic) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  prepare_ = true;
+  struct Case {
+    int64_t T, D, I, E, K;
+    bool reaches_y;
+  };
+  for (const Case& c : {Case{100, 2048, 128, 2, 2, false}, Case{60, 4096, 256, 4, 4, true}}) {
+    Launch split{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+    split.wgmma_ws = true;
+    Launch whole = split;
+    whole.hybrid_split_k = false;
+    const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, Routing::kOne, split);
+    const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, Routing::kOne, split);
+    const Tensor w = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, Routing::kOne, whole);
+    EXPECT_EQ(differing_floats(a, b), 0) << "T " << c.T << ": split-K not deterministic";
+    if (c.reaches_y) EXPECT_GT(differing_floats(a, w), 0) << "T " << c.T << ": split-K did not run";
+    EXPECT_LT(rel_error(a, w), 1e-4) << "T " << c.T;
+  }
   prepare_ = false;
 }
 

@@ -243,6 +243,9 @@ __global__ void __launch_bounds__(kGroupThreads)
   for (int64_t u = static_cast<int64_t>(blockIdx.x - 1) * blockDim.x + threadIdx.x;
        u < p.zero_count; u += static_cast<int64_t>(gridDim.x - 1) * blockDim.x)
     p.zero[u] = 0;
+  for (int64_t u = static_cast<int64_t>(blockIdx.x - 1) * blockDim.x + threadIdx.x;
+       u < p.zero2_count; u += static_cast<int64_t>(gridDim.x - 1) * blockDim.x)
+    p.zero2[u] = 0;
   for (int64_t u = static_cast<int64_t>(blockIdx.x - 1) * blockDim.x + threadIdx.x; u < p.T * p.K;
        u += static_cast<int64_t>(gridDim.x - 1) * blockDim.x)
     p.slot_w[u] = slot_route_weight(p, u);

@@ -202,6 +202,7 @@ void launch_moe_group(const MoeGroupParams& p, Stream stream, bool pdl) {
   MOE_CHECK(p.E >= 1 && p.E <= kMaxGroupedExperts && p.E <= grouped::kGroupThreads)
       << "moe_group: " << p.E << " experts (supported: 1.." << kMaxGroupedExperts << ")";
   MOE_CHECK(p.zero_count == 0 || p.zero != nullptr) << "moe_group: zero_count without a buffer";
+  MOE_CHECK(p.zero2_count == 0 || p.zero2 != nullptr) << "moe_group: zero2_count without a buffer";
   MOE_CHECK(p.T >= 0 && p.K >= 1 && p.T * p.K < (int64_t{1} << 31))
       << "moe_group: " << p.T << " tokens x " << p.K << " slots (at most 2^31 - 1 slots)";
   MOE_CHECK(p.T * p.D / 8 < (int64_t{1} << 31))

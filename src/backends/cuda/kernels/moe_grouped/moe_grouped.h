@@ -149,6 +149,15 @@ struct GroupedLaunch {
   // per expert) 9-10% faster, T 2048 (64) 4-9%; at T 4096 / 8192 (128 / 256 per expert) the narrow
   // instance is 5-6% slower (its spills), hence per call.
   int wgmma_narrow = -1;
+  // The hybrid's FP8 gate_up on the warp-specialized kernel with split-K where its items (big
+  // tiles x 256-row blocks) fill less than half the grid (MoeGemmParams::split_partials; the
+  // partial sums live in GroupedScratch::out, which only down writes). TP8's I = 256 gives 2
+  // items per big tile for a 6144-deep k-loop: hot8 T 128 ran 16 CTAs. Only where the call's
+  // bound on items (T K / 128 + T K / wgmma_min_tokens big tiles x I / 128) is at most half the
+  // grid (run_grouped_experts), so other calls keep the kernel without the reduction's spills.
+  // H200 (docs/perf.md, session 28; moe_bench --split-k 1 0 0 1): TP8 hot8 T 128 90.5 -> 71.1 us
+  // (torch FP8 66), every other glm5 / TP8 / EP8 row at T 48..256 level (+-0.4%).
+  bool hybrid_split_k = true;
   // Programmatic dependent launch (sm_90): the call's launches (grouping, GEMMs, FP8 quantization,
   // combine) go out with programmatic stream serialization, each kernel waits for its predecessor
   // in its first instruction (griddepcontrol.wait) and the grouping and GEMM kernels let their
@@ -211,9 +220,12 @@ struct MoeGroupParams {
   int big_min_tiles = 0;
   int32_t* big_tiles = nullptr;  // out [max big tiles, 4]
   int32_t* num_big = nullptr;    // out [1]
-  // Zeroed by the kernel (the stream-K arrival counters of the GEMMs that follow).
+  // Zeroed by the kernel (the stream-K arrival counters of the GEMMs that follow; zero2: the
+  // split-K counters of the hybrid's warp-specialized gate_up, MoeGemmParams::split_counters).
   int32_t* zero = nullptr;
   int64_t zero_count = 0;
+  int32_t* zero2 = nullptr;
+  int64_t zero2_count = 0;
   const float* route_w = nullptr;  // [T, K] routing weights; [T, K-1] with `shared`
   int64_t route_w_stride = 0;
   float* slot_w = nullptr;  // out [T*K]: routing weight of each slot (1 on the shared expert's)
@@ -269,6 +281,16 @@ struct MoeGemmParams {
   bool pairs = false;
   // Warp-specialized FP8 kernels: the NARROW instance (GroupedLaunch::wgmma_narrow).
   bool narrow = false;
+  // Split-K of the single-CTA warp-specialized FP8 kernel (GroupedLaunch::hybrid_split_k): when
+  // the call's items fill less than half the grid, each item's k-loop is cut into S ranges
+  // (chosen on the device from *num_tiles, ws_splits), each CTA writes its f32 accumulators to
+  // split_partials (kWsSplitItemBytes per item and range; split_bytes in all) and the last of an
+  // item's S CTAs (split_counters[item], zero at launch; split_counters_cap of them) adds the S
+  // partial sums in range order and runs the epilogue. null: no split.
+  float* split_partials = nullptr;
+  int64_t split_bytes = 0;
+  int32_t* split_counters = nullptr;
+  int32_t split_counters_cap = 0;
 };
 
 // Stream-K workspace of a grouped call with launch `l` (all zero unless pipelined): one counter

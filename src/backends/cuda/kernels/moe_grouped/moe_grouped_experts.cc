@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "backends/cuda/kernels/moe_grouped/dequant_bits.h"
+#include "backends/cuda/kernels/moe_grouped/stream_k.h"
 #include "core/check.h"
 
 namespace moe::cuda {
@@ -278,6 +279,32 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     gp.zero = s.sk_counters;
     gp.zero_count = sk.counters();
   }
+  // Split-K of the hybrid's FP8 gate_up on the warp-specialized kernel: counters (one per item:
+  // big tile x 256-row block) then partial sums, in out (only down writes it, after gate_up).
+  float* split_partials = nullptr;
+  int64_t split_bytes = 0;
+  int32_t* split_counters = nullptr;
+  int32_t split_cap = 0;
+  // Only where the items can fill less than half the grid: at most T K / 128 + T K / big_min big
+  // tiles (each big expert's last one partial), I / 128 items each.
+  const int64_t split_items =
+      hybrid
+          ? (T * KS / kGroupedBigTile + 1 + T * KS / std::max(1, l.wgmma_min_tokens)) * (ge.I / 128)
+          : 0;
+  if (hybrid && f8 && l.hybrid_split_k && l.wgmma_tma && l.wgmma_ws && ge.tmaps != nullptr &&
+      ge.I % 128 == 0 && 2 * split_items <= l.sm_count) {
+    const int64_t cap = split_items;
+    const int64_t counter_floats = (cap + 63) / 64 * 64;  // 256-byte aligned partials
+    const int64_t bytes = (T * KS * ge.D - counter_floats) * 4;
+    if (cap < (int64_t{1} << 30) && bytes >= grouped::kWsSplitItemBytes) {
+      split_counters = reinterpret_cast<int32_t*>(s.out);
+      split_cap = static_cast<int32_t>(cap);
+      split_partials = s.out + counter_floats;
+      split_bytes = bytes;
+      gp.zero2 = split_counters;
+      gp.zero2_count = cap;
+    }
+  }
   // The multi-block grouping's counts live in h, which gate_up writes only after the grouping.
   gp.chunk_hist = reinterpret_cast<int32_t*>(s.h);
   gp.chunk_hist_bytes = T * KS * ge.I * 2;
@@ -339,6 +366,10 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   MoeGemmParams p1 = ge.gate_up;
   p1.act = s.xa;
   p1.out = s.h;
+  p1.split_partials = split_partials;  // (the streaming kernels ignore it)
+  p1.split_bytes = split_bytes;
+  p1.split_counters = split_counters;
+  p1.split_counters_cap = split_cap;
   gemm(p1, lg, s.sk_counters);
   if (f8)  // h rows of the warpgroup-MMA tiles -> E4M3 (x's codes are no longer needed)
     launch_moe_quant_rows(s.h, ge.I, wg_tiles, wg_num, list_tiles(T * KS, ge.E, kGroupedBigTile), q,

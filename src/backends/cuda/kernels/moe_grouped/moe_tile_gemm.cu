@@ -62,6 +62,9 @@ void (*ws_kernel(const MoeGemmParams& p))(MoeGemmParams) {
        PAIRS ? moe_wgmma_f8pair_kernel<false, true> : moe_wgmma_f8ws_kernel<false, true>},
       {PAIRS ? moe_wgmma_f8pair_kernel<true, false> : moe_wgmma_f8ws_kernel<true, false>,
        PAIRS ? moe_wgmma_f8pair_kernel<true, true> : moe_wgmma_f8ws_kernel<true, true>}};
+  if (!PAIRS && p.gate_up && p.split_partials != nullptr)  // split-K (single-CTA gate_up)
+    return p.narrow ? moe_wgmma_f8ws_kernel<true, true, true>
+                    : moe_wgmma_f8ws_kernel<true, false, true>;
   return k[p.gate_up][p.narrow];
 }
 

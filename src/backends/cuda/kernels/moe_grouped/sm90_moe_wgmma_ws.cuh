@@ -35,6 +35,7 @@
 #include <type_traits>
 
 #include "backends/cuda/kernels/moe_grouped/sm90_moe_wgmma_gemm.cuh"
+#include "backends/cuda/kernels/moe_grouped/stream_k.h"
 
 namespace moe::cuda::wgmma_gemm {
 
@@ -52,6 +53,13 @@ __device__ __forceinline__ void setmaxnreg_dec40() {
 __device__ __forceinline__ void setmaxnreg_inc232() {
 #ifdef MOE_WGMMA_ENABLED
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;" ::: "memory");
+#endif
+}
+
+// Barrier 1 of the two consumer warpgroups (256 threads; the producer runs on).
+__device__ __forceinline__ void consumers_sync() {
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("bar.sync 1, 256;" ::: "memory");
 #endif
 }
 
@@ -128,8 +136,9 @@ __device__ __forceinline__ WsItem ws_item(const MoeGemmParams& p, int item, int 
   return w;
 }
 
-template <bool GU, bool PAIRS, bool NARROW>
+template <bool GU, bool PAIRS, bool NARROW, bool SPLIT>
 __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
+  static_assert(!SPLIT || !PAIRS, "split-K is for the single-CTA kernel");
   grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
   grouped::pdl_launch_dependents();
   constexpr int BN = 256;
@@ -146,6 +155,11 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   const int n_items = *p.num_tiles * (PAIRS ? n_blocks / 2 : n_blocks);
   const int first = PAIRS ? blockIdx.x / 2 : blockIdx.x, stride = PAIRS ? gridDim.x / 2 : gridDim.x;
   const int ksteps = static_cast<int>(p.Kd / 128);
+  // Split-K (MoeGemmParams::split_partials): work unit u = item u / S, k-range u % S.
+  const int S = SPLIT ? grouped::ws_split_count(n_items, gridDim.x, ksteps, p.split_bytes,
+                                                p.split_counters_cap)
+                      : 1;
+  const int n_units = n_items * S;
   if (tid == 0) {
     for (int st = 0; st < kWsStages; ++st) {
       grouped::mbar_init(full + 8 * st, 128 + 1);          // the producer threads + the TMA arrival
@@ -165,14 +179,16 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     const int ch = tid & 7, r0 = tid >> 3;
     int stage = 0;
     uint32_t ephase = 1;  // a fresh barrier's preceding phase counts as complete
-    for (int item = first; item < n_items; item += stride) {
-      const WsItem w = ws_item<PAIRS>(p, item, n_blocks, rank);
+    for (int unit = first; unit < n_units; unit += stride) {
+      const WsItem w = ws_item<PAIRS>(p, unit / S, n_blocks, rank);
+      int kb0, kb1;
+      grouped::ws_split_range(unit % S, S, ksteps, &kb0, &kb1);
       const bool narrow = NARROW && w.cnt <= 64;
       int32_t row[kBM / 16];
 #pragma unroll
       for (int i = 0; i < kBM / 16; ++i)
         row[i] = static_cast<int32_t>(act_row<GU>(p, w.pos0, min(r0 + 16 * i, w.cnt - 1)));
-      for (int ks = 0; ks < ksteps; ++ks) {
+      for (int ks = kb0; ks < kb1; ++ks) {
         grouped::mbar_wait(empty + 8 * stage, ephase);
         const uint32_t base = smem_s + stage * kStageBytes<BN>;
         if (tid == 0) {
@@ -257,23 +273,27 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     float part[2][32];
     int stage = 0;
     uint32_t fphase = 0;
-    for (int item = first; item < n_items; item += stride) {
+    __shared__ int split_last;  // whether this CTA adds up the item's partial sums
+    for (int unit = first; unit < n_units; unit += stride) {
+      const int item = unit / S;
       const WsItem w = ws_item<PAIRS>(p, item, n_blocks, rank);
+      int kb0, kb1;
+      grouped::ws_split_range(unit % S, S, ksteps, &kb0, &kb1);
       // Narrow tiles (64 tokens or fewer, NARROW): both warpgroups on tokens 0..63, warpgroup w
       // on quarters w and w + 2 of the staged rows, so neither computes padding rows.
       const bool narrow = NARROW && w.cnt <= 64;
       const int t0 = narrow ? 0 : wg * 64;
       const ScaleRows sr = scale_rows(w, t0);
-      load_scales(w.e, sr, 0);
+      load_scales(w.e, sr, kb0);
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
       fence_acc(acc);
       // The k-loop per mode (no branch inside it).
       auto kloop = [&](auto mode_c) {
         constexpr int kMode = decltype(mode_c)::value;  // 2: full tile; 0, 1: narrow, warpgroup
-        for (int ks = 0; ks < ksteps; ++ks) {
+        for (int ks = kb0; ks < kb1; ++ks) {
           const float sca[2] = {nsa[0], nsa[1]}, scw[2] = {nsw[0], nsw[1]};
-          if (ks + 1 < ksteps) load_scales(w.e, sr, ks + 1);
+          if (ks + 1 < kb1) load_scales(w.e, sr, ks + 1);
           uint64_t da, db;
           acquire(stage, fphase, kMode == 2 ? wg * 64 : 0, da, db);
           if constexpr (kMode == 2)
@@ -291,6 +311,31 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       else
         kloop(std::integral_constant<int, 1>{});
       fence_acc(acc);
+      if (SPLIT && S > 1) {
+        // Every range's CTA stores its sums (thread-major, coalesced); the last to arrive adds
+        // the S of them in range order (the same bits whichever CTA that is) and runs the
+        // epilogue.
+        const int ct = tid - 128;
+        float* mine = p.split_partials + static_cast<int64_t>(unit) * (BN / 2) * 256;
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) __stcg(mine + i * 256 + ct, acc[i]);
+        __threadfence();
+        consumers_sync();
+        if (ct == 0) split_last = atomicAdd(p.split_counters + item, 1) == S - 1;
+        consumers_sync();
+        const bool last = split_last;
+        consumers_sync();  // split_last read by every consumer before the next unit writes it
+        if (!last) continue;
+        __threadfence();
+        const float* all = p.split_partials + static_cast<int64_t>(item) * S * (BN / 2) * 256;
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) acc[i] = __ldcg(all + i * 256 + ct);
+        for (int r = 1; r < S; ++r) {
+          const float* pr = all + static_cast<int64_t>(r) * (BN / 2) * 256;
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) acc[i] += __ldcg(pr + i * 256 + ct);
+        }
+      }
       epilogue<GroupedFmt::kFp8Block, BN, GU, true>(p, w.e, w.pos0, w.cnt, w.nblk, acc,
                                                     t0 + wq * 16 + g, c, narrow ? 5u << wg : 0xFu);
     }
@@ -302,15 +347,17 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
 // warpgroups on the same 64 tokens with two quarters of the weight rows each, instead of one
 // warpgroup computing 64 padding rows. Its second k-loop costs the kernel spills (24-60 bytes),
 // so it is an instance of its own, for calls whose experts mostly get <= 64 tokens.
-template <bool GU, bool NARROW = false>
+// SPLIT: split-K where the items fill less than half the grid (MoeGemmParams::split_partials; an
+// instance of its own: its reduction costs the k-loop spills).
+template <bool GU, bool NARROW = false, bool SPLIT = false>
 __global__ void __launch_bounds__(kWsThreads, 1)
     moe_wgmma_f8ws_kernel(const __grid_constant__ MoeGemmParams p) {
-  wgmma_f8ws_body<GU, false, NARROW>(p);
+  wgmma_f8ws_body<GU, false, NARROW, SPLIT>(p);
 }
 template <bool GU, bool NARROW = false>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kWsThreads, 1)
     moe_wgmma_f8pair_kernel(const __grid_constant__ MoeGemmParams p) {
-  wgmma_f8ws_body<GU, true, NARROW>(p);
+  wgmma_f8ws_body<GU, true, NARROW, false>(p);
 }
 
 }  // namespace moe::cuda::wgmma_gemm

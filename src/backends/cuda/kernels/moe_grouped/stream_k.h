@@ -61,6 +61,30 @@ struct StreamKSched {
   MOE_SK_HD int slot(int v, int i) const { return i == v * q / U ? 0 : 1; }
 };
 
+// Split-K of the single-CTA warp-specialized FP8 GEMM (MoeGemmParams::split_partials): f32
+// partial sums of one item (128 tokens x 256 rows) for one k-range, and the shortest range.
+constexpr long long kWsSplitItemBytes = 128LL * 256 * 4;
+constexpr int kWsSplitMinSteps = 4;  // k-steps of 128
+
+// Ranges per item for n_items items of ksteps k-steps on a grid of `grid` CTAs: 1 when the items
+// fill at least half the grid; else as many as fill it, each >= kWsSplitMinSteps k-steps, their
+// partial sums within `bytes`, at most 64, and 1 when there are more items than `cap` counters.
+MOE_SK_HD int ws_split_count(int n_items, int grid, int ksteps, long long bytes, int cap) {
+  if (n_items <= 0 || 2 * n_items > grid || n_items > cap) return 1;
+  int s = grid / n_items;
+  const int by_k = ksteps / kWsSplitMinSteps;
+  const long long by_bytes = bytes / (static_cast<long long>(n_items) * kWsSplitItemBytes);
+  if (s > by_k) s = by_k;
+  if (s > by_bytes) s = static_cast<int>(by_bytes);
+  if (s > 64) s = 64;
+  return s < 1 ? 1 : s;
+}
+// K-steps [kb0, kb1) of range `split` of S: balanced, each at least ksteps / S long.
+MOE_SK_HD void ws_split_range(int split, int S, int ksteps, int* kb0, int* kb1) {
+  *kb0 = static_cast<int>(static_cast<long long>(split) * ksteps / S);
+  *kb1 = static_cast<int>(static_cast<long long>(split + 1) * ksteps / S);
+}
+
 }  // namespace moe::cuda::grouped
 
 #undef MOE_SK_HD
