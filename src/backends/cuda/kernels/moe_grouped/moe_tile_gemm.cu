@@ -165,7 +165,9 @@ int wgmma_regs() {
          kernel_regs(moe_wgmma_f8ws_kernel<true, true>),
          kernel_regs(moe_wgmma_f8ws_kernel<false, true>),
          kernel_regs(moe_wgmma_f8pair_kernel<true, true>),
-         kernel_regs(moe_wgmma_f8pair_kernel<false, true>)});
+         kernel_regs(moe_wgmma_f8pair_kernel<false, true>),
+         kernel_regs(moe_wgmma_f8ws_kernel<true, false, true>),
+         kernel_regs(moe_wgmma_f8ws_kernel<true, true, true>)});
   return r;
 }
 
