@@ -639,8 +639,9 @@ TEST_F(MoeGroupedTest, WarpgroupMmaSmall) {
   }
   prepare_ = false;
   // BF16 big tiles of <= 64 tokens on the 64-token mma.sync tile GEMM (grouped_hybrid_narrow: T
-  // <= 64), and the same tiles on the warpgroup-MMA GEMM (narrow forced off); T 100: full tiles.
-  for (int narrow : {-1, 0})
+  // <= 64), and the same tiles on the warpgroup-MMA GEMM (narrow forced off); T 100: full tiles,
+  // on the warpgroup-MMA GEMM even with narrow forced on.
+  for (int narrow : {-1, 0, 1})
     for (int64_t T : {40, 64, 100}) {
       Launch l{.nb = 2, .wgmma_min_tokens = 32};
       l.wgmma_narrow = narrow;

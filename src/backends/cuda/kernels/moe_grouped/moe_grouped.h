@@ -355,7 +355,7 @@ inline bool grouped_wgmma_narrow(const GroupedLaunch& l, int64_t T, int64_t K, i
 // (grouped_wgmma_narrow) says nothing about the big experts. Measured (docs/perf.md, session
 // 28): FP8 glm5 hot8 T 64 172 -> 136 us with it, T 96 / 128 156 / 149 -> 164 / 157 (full tiles
 // pay the instance's spills); BF16 hot8 T 48 / 64 303 / 283 -> 216 / 204 (the tc launch's).
-// GroupedLaunch::wgmma_narrow >= 0 overrides.
+// GroupedLaunch::wgmma_narrow >= 0 overrides (BF16's tile GEMM only at T <= 64 even so).
 constexpr int kGroupedNarrowTcTile = 64;
 inline bool grouped_hybrid_narrow(const GroupedLaunch& l, int64_t T) {
   if (l.wgmma_narrow >= 0) return l.wgmma_narrow == 1;
