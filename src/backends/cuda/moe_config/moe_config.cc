@@ -239,13 +239,6 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // 201 / 229), EP8 188 / 201 / 238 -> 180 / 191 / 226; BF16 TP8 / EP8 3-4 us of 5; glm5 level
   // (within its noise).
   l.hybrid_pdl = l.wgmma_min_tokens > 0 && lim.cc >= 90;
-  // Without `pdl` (BF16, NVFP4): PDL only for gate_up after the grouping kernel and the combine
-  // after down (GroupedLaunch::pdl_light), at small T. NOTE: measured on the H200 (docs/perf.md,
-  // 2026-12-03 session 27; moe_bench --pdl-light 0|1, alternated 0 1 1 0, glm5 / dsv3 / TP8 /
-  // EP8, T 1..128): BF16 T 1..8 0.5-2.4% faster (TP8 T 1 45.7 -> 44.6 us, EP8 83.6 -> 81.7),
-  // level to 0.9% slower from T 16; NVFP4 T 1..4 0.4-4% faster (TP8 T 1 / 2 31.4 / 39.2 -> 30.3 /
-  // 37.6, glm5 T 1 71.4 -> 70.6) except EP8 T 4 (about 9 rows, +3.8%), and 2-9% slower from
-  // T 8 on the sharded shapes (EP8 T 128 225 -> 245).
   // The hybrid's FP8 GEMMs on the warp-specialized kernel (GroupedLaunch::wgmma_ws; its narrow
   // instance for tiles of <= 64 tokens, grouped_hybrid_narrow). NOTE: measured on the H200
   // (docs/perf.md, 2026-12-03 session 28; moe_bench --ws 0|1 --narrow 0|1, glm5 / TP8 / EP8, hot8 /
@@ -254,6 +247,13 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // 185 -> 136 us (torch FP8 158), EP8 hot8 115 -> 97. The full launch (prefill) keeps the
   // 256-thread kernel where pairs do not apply (level there, session 23).
   l.wgmma_ws = !l.wgmma && l.wgmma_min_tokens > 0;
+  // Without `pdl` (BF16, NVFP4): PDL only for gate_up after the grouping kernel and the combine
+  // after down (GroupedLaunch::pdl_light), at small T. NOTE: measured on the H200 (docs/perf.md,
+  // 2026-12-03 session 27; moe_bench --pdl-light 0|1, alternated 0 1 1 0, glm5 / dsv3 / TP8 /
+  // EP8, T 1..128): BF16 T 1..8 0.5-2.4% faster (TP8 T 1 45.7 -> 44.6 us, EP8 83.6 -> 81.7),
+  // level to 0.9% slower from T 16; NVFP4 T 1..4 0.4-4% faster (TP8 T 1 / 2 31.4 / 39.2 -> 30.3 /
+  // 37.6, glm5 T 1 71.4 -> 70.6) except EP8 T 4 (about 9 rows, +3.8%), and 2-9% slower from
+  // T 8 on the sharded shapes (EP8 T 128 225 -> 245).
   l.pdl_light = !l.pdl && !l.wgmma && lim.cc >= 90 &&
                 ((f == GroupedFmt::kNvfp4 && T <= 4) || (f == GroupedFmt::kBf16 && T <= 8));
   return l;

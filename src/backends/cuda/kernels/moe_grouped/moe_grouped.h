@@ -283,10 +283,10 @@ struct MoeGemmParams {
   bool narrow = false;
   // Split-K of the single-CTA warp-specialized FP8 kernel (GroupedLaunch::hybrid_split_k): when
   // the call's items fill less than half the grid, each item's k-loop is cut into S ranges
-  // (chosen on the device from *num_tiles, ws_splits), each CTA writes its f32 accumulators to
-  // split_partials (kWsSplitItemBytes per item and range; split_bytes in all) and the last of an
-  // item's S CTAs (split_counters[item], zero at launch; split_counters_cap of them) adds the S
-  // partial sums in range order and runs the epilogue. null: no split.
+  // (chosen on the device from *num_tiles, ws_split_count in stream_k.h), each CTA writes its f32
+  // accumulators to split_partials (kWsSplitItemBytes per item and range; split_bytes in all) and
+  // the last of an item's S CTAs (split_counters[item], zero at launch; split_counters_cap of them)
+  // adds the S partial sums in range order and runs the epilogue. null: no split.
   float* split_partials = nullptr;
   int64_t split_bytes = 0;
   int32_t* split_counters = nullptr;

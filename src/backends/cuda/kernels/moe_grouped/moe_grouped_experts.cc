@@ -285,18 +285,15 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   int64_t split_bytes = 0;
   int32_t* split_counters = nullptr;
   int32_t split_cap = 0;
-  // Only where the items can fill less than half the grid: at most T K / 128 + T K / big_min big
-  // tiles (each big expert's last one partial), I / 128 items each.
-  const int64_t split_items =
-      hybrid
-          ? (T * KS / kGroupedBigTile + 1 + T * KS / std::max(1, l.wgmma_min_tokens)) * (ge.I / 128)
-          : 0;
   if (hybrid && f8 && l.hybrid_split_k && l.wgmma_tma && l.wgmma_ws && ge.tmaps != nullptr &&
-      ge.I % 128 == 0 && 2 * split_items <= l.sm_count) {
-    const int64_t cap = split_items;
+      ge.I % 128 == 0) {
+    // Only where the items can fill less than half the grid: at most T K / 128 + T K / big_min
+    // big tiles (each big expert's last one partial), I / 128 items each.
+    const int64_t cap =
+        (T * KS / kGroupedBigTile + 1 + T * KS / std::max(1, l.wgmma_min_tokens)) * (ge.I / 128);
     const int64_t counter_floats = (cap + 63) / 64 * 64;  // 256-byte aligned partials
     const int64_t bytes = (T * KS * ge.D - counter_floats) * 4;
-    if (cap < (int64_t{1} << 30) && bytes >= grouped::kWsSplitItemBytes) {
+    if (2 * cap <= l.sm_count && bytes >= grouped::kWsSplitItemBytes) {
       split_counters = reinterpret_cast<int32_t*>(s.out);
       split_cap = static_cast<int32_t>(cap);
       split_partials = s.out + counter_floats;
