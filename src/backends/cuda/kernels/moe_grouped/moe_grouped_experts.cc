@@ -279,14 +279,15 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     gp.zero = s.sk_counters;
     gp.zero_count = sk.counters();
   }
-  // Split-K of the hybrid's FP8 gate_up on the warp-specialized kernel: counters (one per item:
-  // big tile x 256-row block) then partial sums, in out (only down writes it, after gate_up).
+  // Split-K of the hybrid's gate_up (warpgroup-MMA kernels, every format; not BF16's narrow big
+  // tiles on the mma.sync tile GEMM): counters (one per item: big tile x 256-row block) then
+  // partial sums, in out (only down writes it, after gate_up).
   float* split_partials = nullptr;
   int64_t split_bytes = 0;
   int32_t* split_counters = nullptr;
   int32_t split_cap = 0;
-  if (hybrid && f8 && l.hybrid_split_k && l.wgmma_tma && l.wgmma_ws && ge.tmaps != nullptr &&
-      ge.I % 128 == 0) {
+  if (hybrid && l.hybrid_split_k && ge.I % 128 == 0 &&
+      !(ge.fmt == GroupedFmt::kBf16 && T <= kGroupedNarrowTcTile && grouped_hybrid_narrow(l, T))) {
     // Only where the items can fill less than half the grid: at most T K / 128 + T K / big_min
     // big tiles (each big expert's last one partial), I / 128 items each.
     const int64_t cap =

@@ -34,10 +34,13 @@ void launch_wgmma_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream stre
         k, p, wgmma_gemm::kThreads, wgmma_gemm::kSmemBytes<BN>, l.sm_count, l.ctas_per_sm,
         p.gate_up ? "moe_grouped/wgmma_gate_up" : "moe_grouped/wgmma_down", stream, l.pdl);
   };
-  if constexpr (BN == 256)
-    p.gate_up ? go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, true>)
-              : go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, false>);
-  else
+  if constexpr (BN == 256) {
+    if (p.gate_up && p.split_partials != nullptr)  // split-K (MoeGemmParams::split_partials)
+      go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, true, false, false, true>);
+    else
+      p.gate_up ? go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, true>)
+                : go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, false>);
+  } else
     go(wgmma_gemm::moe_wgmma_gemm_kernel<F, BN, false>);
 }
 
@@ -103,12 +106,15 @@ void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream s
       return launch_persistent(k, p, wgmma_gemm::kWsThreads, wgmma_gemm::kSmemBytesWs, l.sm_count,
                                1, name, stream, l.pdl);
     }
+    const bool split = p.gate_up && p.split_partials != nullptr;
     if (tma)
-      p.gate_up ? go(moe_wgmma_gemm_kernel<F, BN, true, true, true>)
-                : go(moe_wgmma_gemm_kernel<F, BN, false, true, true>);
+      split       ? go(moe_wgmma_gemm_kernel<F, BN, true, true, true, true>)
+      : p.gate_up ? go(moe_wgmma_gemm_kernel<F, BN, true, true, true>)
+                  : go(moe_wgmma_gemm_kernel<F, BN, false, true, true>);
     else
-      p.gate_up ? go(moe_wgmma_gemm_kernel<F, BN, true, true>)
-                : go(moe_wgmma_gemm_kernel<F, BN, false, true>);
+      split       ? go(moe_wgmma_gemm_kernel<F, BN, true, true, false, true>)
+      : p.gate_up ? go(moe_wgmma_gemm_kernel<F, BN, true, true>)
+                  : go(moe_wgmma_gemm_kernel<F, BN, false, true>);
   } else {
     tma ? go(moe_wgmma_gemm_kernel<F, BN, false, true, true>)
         : go(moe_wgmma_gemm_kernel<F, BN, false, true>);
@@ -150,6 +156,7 @@ template <GroupedFmt F>
 int wgmma_regs() {
   using namespace wgmma_gemm;
   int r = std::max({kernel_regs(moe_wgmma_gemm_kernel<F, 256, true>),
+                    kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, false, false, true>),
                     kernel_regs(moe_wgmma_gemm_kernel<F, 256, false>),
                     kernel_regs(moe_wgmma_gemm_kernel<F, 128, false>)});
   if constexpr (F == GroupedFmt::kFp8Block)
@@ -158,6 +165,8 @@ int wgmma_regs() {
          kernel_regs(moe_wgmma_gemm_kernel<F, 256, false, true>),
          kernel_regs(moe_wgmma_gemm_kernel<F, 128, false, true>),
          kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, true, true>),
+         kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, true, false, true>),
+         kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, true, true, true>),
          kernel_regs(moe_wgmma_gemm_kernel<F, 256, false, true, true>),
          kernel_regs(moe_wgmma_gemm_kernel<F, 128, false, true, true>),
          kernel_regs(moe_wgmma_f8ws_kernel<true>), kernel_regs(moe_wgmma_f8ws_kernel<false>),

@@ -38,6 +38,7 @@
 #include <cstdint>
 
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_common.cuh"
+#include "backends/cuda/kernels/moe_grouped/stream_k.h"
 
 namespace moe::cuda::wgmma_gemm {
 
@@ -545,12 +546,17 @@ struct WRegs {
 // a tile lands as two k halves of [128 rows][64 bytes], 64-byte swizzled, and gate_up stages 128
 // gate then 128 up rows (not interleaved): quarters 0-1 gate, 2-3 up. The same wgmma on the same
 // values in the same order: bit-identical to the cp.async kernel.
-template <GroupedFmt F, int BN, bool GU, bool F8 = false, bool TMA = false>
+// SPLIT: split-K where the items fill less than half the grid (MoeGemmParams::split_partials,
+// stream_k.h's ws_split_count / ws_split_range; gate_up at 256 rows): unit u = item u / S,
+// k-range u % S; every range's CTA stores its f32 sums, the last to arrive on the item's counter
+// adds the S of them in range order and runs the epilogue.
+template <GroupedFmt F, int BN, bool GU, bool F8 = false, bool TMA = false, bool SPLIT = false>
 __global__ void __launch_bounds__(kThreads, 1)
     moe_wgmma_gemm_kernel(const __grid_constant__ MoeGemmParams p) {
   grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
   grouped::pdl_launch_dependents();
   static_assert(!F8 || F == GroupedFmt::kFp8Block);
+  static_assert(!SPLIT || (GU && BN == 256));
   static_assert(!TMA || (F8 && (BN == 256 || !GU)));
   constexpr int kAStage = kBM * kRowBytes;
   constexpr int kNAcc = BN / 2;  // f32 accumulators per thread (m64nBN over 128 threads)
@@ -568,6 +574,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t n_blocks = GU ? p.N / (BN / 2) : p.N / BN;
   const int64_t n_items = static_cast<int64_t>(*p.num_tiles) * n_blocks;
   const int64_t ksteps = p.Kd / kStageK;
+  // Split-K: S ranges per item (ws_split_count counts 128-k steps; ranges in stages of kStageK).
+  const int S = SPLIT ? grouped::ws_split_count(static_cast<int>(n_items), gridDim.x,
+                                                static_cast<int>(p.Kd / 128), p.split_bytes,
+                                                p.split_counters_cap)
+                      : 1;
+  const int64_t n_units = n_items * S;
   // Bytes from k-block 0's weights and scales to those of k-block ks (either layout,
   // dequant_bits.h): a k-block is kWRowBytes of a row, i.e. two (BF16, F8), one (FP8) or half
   // (NVFP4) a layout step of 64 bytes; within a step, 32 bytes further are 32 bytes further.
@@ -652,23 +664,35 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
   WRegs<F, BN, F8> R;
-  auto prologue = [&](const ItemSrc<F, BN, GU, F8>& s) {
+  // The k-steps [kb0, kb1) of unit u (the whole k-loop without a split).
+  auto range = [&](int64_t u, int64_t& kb0, int64_t& kb1) {
+    if constexpr (SPLIT) {
+      int b0, b1;
+      grouped::ws_split_range(static_cast<int>(u % S), S, static_cast<int>(ksteps), &b0, &b1);
+      kb0 = b0, kb1 = b1;
+    } else {
+      kb0 = 0, kb1 = ksteps;
+    }
+  };
+  auto prologue = [&](const ItemSrc<F, BN, GU, F8>& s, int64_t kb0, int64_t kb1) {
     if constexpr (kQuant) {
-      load_w(s, 0, R);
+      load_w(s, kb0, R);
       store_w(R, 0);
-      if (ksteps > 1) load_w(s, 1, R);
+      if (kb1 - kb0 > 1) load_w(s, kb0 + 1, R);
     }
 #pragma unroll
     for (int st = 0; st < kAh; ++st) {
-      if (st < ksteps) load_a(s, st, st);
+      if (st < kb1 - kb0) load_a(s, kb0 + st, st);
       cp_async_commit();
     }
   };
 
-  int64_t item = blockIdx.x;
-  if (item >= n_items) return;
-  ItemSrc<F, BN, GU, F8> cur = item_src<F, BN, GU, F8>(p, item, n_blocks, tid);
-  prologue(cur);
+  int64_t unit = blockIdx.x;
+  if (unit >= n_units) return;
+  ItemSrc<F, BN, GU, F8> cur = item_src<F, BN, GU, F8>(p, unit / S, n_blocks, tid);
+  int64_t kb0, kb1;
+  range(unit, kb0, kb1);
+  prologue(cur, kb0, kb1);
   float acc[kNAcc];
   // F8: the scales of the next stage (activation: the thread's two tokens; weights: gate, up /
   // down), loaded a stage ahead of their use.
@@ -684,18 +708,18 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int i = 0; i < kNAcc; ++i) acc[i] = 0.f;
     fence_acc(acc);
-    if constexpr (F8) load_scales(0);
+    if constexpr (F8) load_scales(kb0);
     int stage = 0;
-    for (int64_t ks = 0; ks < ksteps; ++ks) {
+    for (int64_t ks = kb0; ks < kb1; ++ks) {
       if constexpr (kQuant) {
         // k-block ks + 1 into its stage (last read by the wgmma of ks - 3: done everywhere), then
         // the loads of ks + 2.
-        if (ks + 1 < ksteps) store_w(R, stage + 1 == kSt ? 0 : stage + 1);
-        if (ks + 2 < ksteps) load_w(cur, ks + 2, R);
+        if (ks + 1 < kb1) store_w(R, stage + 1 == kSt ? 0 : stage + 1);
+        if (ks + 2 < kb1) load_w(cur, ks + 2, R);
       }
       // F8: this stage's scales, and the next stage's requested (one stage ahead).
       const float sca[2] = {nsa[0], nsa[1]}, scw[2] = {nsw[0], nsw[1]};
-      if (F8 && ks + 1 < ksteps) load_scales(ks + 1);
+      if (F8 && ks + 1 < kb1) load_scales(ks + 1);
       cp_async_wait<kAh - 1>();
       fence_proxy_async();
       __syncthreads();      // stage ks visible to all; the wgmma of ks - 2 are done in every warp
@@ -707,7 +731,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int64_t nk = ks + kAh;
         int ns = stage + kAh;
         if (ns >= kSt) ns -= kSt;
-        if (nk < ksteps) load_a(cur, nk, ns);
+        if (nk < kb1) load_a(cur, nk, ns);
         cp_async_commit();
       }
       const uint32_t sa = smem_s + stage * kStageBytes<BN> + wg * 64 * kRowBytes;
@@ -730,16 +754,45 @@ __global__ void __launch_bounds__(kThreads, 1)
     fence_acc(acc);
     __syncthreads();  // every warpgroup is done reading the ring
     const ItemSrc<F, BN, GU, F8> done = cur;
-    const int64_t next = item + gridDim.x;
-    if (next < n_items) {
-      cur = item_src<F, BN, GU, F8>(p, next, n_blocks, tid);
-      prologue(cur);  // overlaps the epilogue below
+    [[maybe_unused]] const int64_t item = unit / S;
+    const int64_t next = unit + gridDim.x;
+    if (next < n_units) {
+      cur = item_src<F, BN, GU, F8>(p, next / S, n_blocks, tid);
+      range(next, kb0, kb1);
+      prologue(cur, kb0, kb1);  // overlaps the epilogue below
     }
-
-    epilogue<F, BN, GU, TMA>(p, done.e, done.pos0, done.cnt, done.nblk, acc, wg * 64 + wq * 16 + g,
-                             c);
-    if (next >= n_items) break;
-    item = next;
+    bool last = true;
+    if constexpr (SPLIT) {
+      __shared__ int split_last;  // whether this CTA adds up the item's partial sums
+      if (S > 1) {
+        // Every range's CTA stores its sums (thread-major, coalesced); the last to arrive adds
+        // the S of them in range order (the same bits whichever CTA that is).
+        float* mine = p.split_partials + unit * kNAcc * kThreads;
+#pragma unroll
+        for (int i = 0; i < kNAcc; ++i) __stcg(mine + i * kThreads + tid, acc[i]);
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) split_last = atomicAdd(p.split_counters + item, 1) == S - 1;
+        __syncthreads();
+        last = split_last;
+        if (last) {
+          __threadfence();
+          const float* all = p.split_partials + item * S * kNAcc * kThreads;
+#pragma unroll
+          for (int i = 0; i < kNAcc; ++i) acc[i] = __ldcg(all + i * kThreads + tid);
+          for (int r = 1; r < S; ++r) {
+            const float* pr = all + static_cast<int64_t>(r) * kNAcc * kThreads;
+#pragma unroll
+            for (int i = 0; i < kNAcc; ++i) acc[i] += __ldcg(pr + i * kThreads + tid);
+          }
+        }
+      }
+    }
+    if (last)
+      epilogue<F, BN, GU, TMA>(p, done.e, done.pos0, done.cnt, done.nblk, acc,
+                               wg * 64 + wq * 16 + g, c);
+    if (next >= n_units) break;
+    unit = next;
   }
 }
 
