@@ -23,8 +23,8 @@
 //                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
 //                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1] [--tma 0|1]
 //                  [--ws 0|1] [--pairs 0|1] [--narrow 0|1] [--pdl 0|1] [--hybrid-min N]
-//                  [--hybrid-pdl 0|1] [--hybrid-gb X] [--pdl-light 0|1] [--split-k 0|1]
-//                  [--sustain-ms N]
+//                  [--hybrid-pdl 0|1] [--hybrid-gb X] [--hybrid-share X] [--pdl-light 0|1]
+//                  [--split-k 0|1] [--sustain-ms N]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -53,9 +53,11 @@
 // beside the streaming ones); --hybrid-pdl 0|1 GroupedLaunch::hybrid_pdl (the hybrid's
 // warpgroup-MMA and quantization launches with programmatic dependent launch); --hybrid-gb X
 // GroupedLaunch::hybrid_min_bytes = X * 1e9 (0: the hybrid whenever an expert qualifies);
+// --hybrid-share X GroupedLaunch::hybrid_min_share (the hybrid also where the qualifying experts
+// hold at least this share of the call's 8-token tiles; 0: only the bytes bound);
 // --pdl-light 0|1 GroupedLaunch::pdl_light (PDL for gate_up and the combine only). --split-k 0|1
-// GroupedLaunch::hybrid_split_k (the hybrid's FP8 gate_up split along k where its items fill less
-// than half the GPU).
+// GroupedLaunch::hybrid_split_k (the hybrid's gate_up split along k where its items fill at most
+// half the GPU, for experts of I <= 512: grouped_hybrid_split_k).
 // --sustain-ms N: before the timed replays of each case, replay it (L2 flush included) for N ms
 // of wall time, so the times are those of a GPU that has been under this load long enough for
 // its power limit to act (H200, docs/perf.md session 27: the NVFP4 ring reaches the 700 W cap
@@ -134,26 +136,27 @@ ConstTensorView dev_view(void* p, moe::Shape sh, DType dt) {
   return ConstTensorView(p, dt, sh, Device::kCuda);
 }
 
-bool g_row_major = false;  // --layout rowmajor
-int g_shared = 0;          // --shared 1 (folded) or 2 (apart)
-int g_f8act = -1;          // --f8act 0|1 (-1: moe_launch's choice)
-int g_r2 = -1;             // --r2 0|1 (-1: run_grouped_experts' choice)
-int g_two_step = -1;       // --two-step 0|1 (-1: the launch's default)
-int g_tma = -1;            // --tma 0|1 (-1: the launch's default)
-int g_ws = -1;             // --ws 0|1 (-1: the launch's default)
-int g_pairs = -1;          // --pairs 0|1 (-1: the launch's default)
-int g_narrow = -1;         // --narrow 0|1 (-1: chosen per call)
-int g_pdl = -1;            // --pdl 0|1 (-1: moe_launch's choice)
-int g_hybrid_min = -1;     // --hybrid-min N (-1: moe_launch's threshold; 0: no hybrid)
-int g_hybrid_pdl = -1;     // --hybrid-pdl 0|1 (-1: the launch's default)
-int g_pdl_light = -1;      // --pdl-light 0|1 (-1: the launch's default)
-int g_split_k = -1;        // --split-k 0|1 (-1: the launch's default)
-int g_sustain_ms = 0;      // --sustain-ms N (0: no sustained load before the timed replays)
-double g_hybrid_gb = -1;   // --hybrid-gb X (-1: moe_launch's GroupedLaunch::hybrid_min_bytes)
+bool g_row_major = false;    // --layout rowmajor
+int g_shared = 0;            // --shared 1 (folded) or 2 (apart)
+int g_f8act = -1;            // --f8act 0|1 (-1: moe_launch's choice)
+int g_r2 = -1;               // --r2 0|1 (-1: run_grouped_experts' choice)
+int g_two_step = -1;         // --two-step 0|1 (-1: the launch's default)
+int g_tma = -1;              // --tma 0|1 (-1: the launch's default)
+int g_ws = -1;               // --ws 0|1 (-1: the launch's default)
+int g_pairs = -1;            // --pairs 0|1 (-1: the launch's default)
+int g_narrow = -1;           // --narrow 0|1 (-1: chosen per call)
+int g_pdl = -1;              // --pdl 0|1 (-1: moe_launch's choice)
+int g_hybrid_min = -1;       // --hybrid-min N (-1: moe_launch's threshold; 0: no hybrid)
+int g_hybrid_pdl = -1;       // --hybrid-pdl 0|1 (-1: the launch's default)
+int g_pdl_light = -1;        // --pdl-light 0|1 (-1: the launch's default)
+int g_split_k = -1;          // --split-k 0|1 (-1: the launch's default)
+int g_sustain_ms = 0;        // --sustain-ms N (0: no sustained load before the timed replays)
+double g_hybrid_gb = -1;     // --hybrid-gb X (-1: moe_launch's GroupedLaunch::hybrid_min_bytes)
+double g_hybrid_share = -1;  // --hybrid-share X (-1: moe_launch's GroupedLaunch::hybrid_min_share)
 
 // The launch with the --f8act, --r2, --two-step, --tma, --ws, --pairs, --narrow, --pdl,
-// --hybrid-min, --hybrid-pdl, --pdl-light, --split-k and --hybrid-gb overrides (--hybrid-min only
-// where moe_launch gave the launch a hybrid: sm_90).
+// --hybrid-min, --hybrid-pdl, --pdl-light, --split-k, --hybrid-gb and --hybrid-share overrides
+// (--hybrid-min only where moe_launch gave the launch a hybrid: sm_90).
 GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_f8act >= 0) l.fp8_act = g_f8act == 1;
   l.pipe_r2 = g_r2;
@@ -168,6 +171,7 @@ GroupedLaunch with_overrides(GroupedLaunch l) {
   if (g_pdl_light >= 0) l.pdl_light = g_pdl_light == 1;
   if (g_split_k >= 0) l.hybrid_split_k = g_split_k == 1;
   if (g_hybrid_gb >= 0) l.hybrid_min_bytes = g_hybrid_gb * 1e9;
+  if (g_hybrid_share >= 0) l.hybrid_min_share = g_hybrid_share;
   return l;
 }
 
@@ -385,6 +389,17 @@ int main(int argc, char** argv) {
         return 2;
       }
       g_hybrid_gb = gb;
+    } else if (a == "--hybrid-share") {
+      char* end = nullptr;
+      const double sh = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(sh >= 0) || sh > 1) {
+        std::fprintf(stderr,
+                     "--hybrid-share %s: expected a share in 0..1 (0: only the --hybrid-gb "
+                     "bound)\n",
+                     v.c_str());
+        return 2;
+      }
+      g_hybrid_share = sh;
     } else if (int* flag01 = a == "--r2"           ? &g_r2
                              : a == "--two-step"   ? &g_two_step
                              : a == "--tma"        ? &g_tma

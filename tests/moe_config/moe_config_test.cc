@@ -202,6 +202,40 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(grouped_hybrid_min_tiles(off, f, 6144, 2048), 0);
     EXPECT_EQ(grouped_hybrid_min_tiles(huge, f, 6144, 2048), 1000000000);
     EXPECT_EQ(grouped_hybrid_min_tiles(tiny, f, 6144, 2048), 1);
+    // The share criterion in thousandths, rounded up, within 1..1000; nothing without the bytes
+    // bound or without a share.
+    GroupedLaunch sh = hl;
+    sh.hybrid_min_share = 0.5;
+    EXPECT_EQ(grouped_hybrid_min_share(sh), 500);
+    sh.hybrid_min_share = 0.4501;
+    EXPECT_EQ(grouped_hybrid_min_share(sh), 451);
+    sh.hybrid_min_share = 1e-9;
+    EXPECT_EQ(grouped_hybrid_min_share(sh), 1);
+    sh.hybrid_min_share = 3;
+    EXPECT_EQ(grouped_hybrid_min_share(sh), 1000);
+    sh.hybrid_min_share = 0;
+    EXPECT_EQ(grouped_hybrid_min_share(sh), 0);
+    sh.hybrid_min_share = 0.5;
+    sh.hybrid_min_bytes = 0;
+    EXPECT_EQ(grouped_hybrid_min_share(sh), 0);
+    // moe_launch's share (measured): FP8 over its qualifying experts, NVFP4 over those above 64
+    // tokens, never BF16.
+    const double share = f == GroupedFmt::kFp8Block ? 0.6 : f == GroupedFmt::kNvfp4 ? 0.75 : 0.0;
+    EXPECT_EQ(moe_launch(d, sm90, f, 64).hybrid_min_share, share) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 1024).hybrid_min_share, share) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 64).hybrid_share_min_tokens, f == GroupedFmt::kNvfp4 ? 65 : 0)
+        << moe_fmt_name(f);
+    // Split-K of the hybrid's gate_up: experts of at most 4 blocks of 256 gate_up rows (TP8's
+    // I = 256, not GLM-5's 2048), not BF16's narrow big tiles, not when switched off.
+    EXPECT_TRUE(grouped_hybrid_split_k(hl, f, 128, 256)) << moe_fmt_name(f);
+    EXPECT_TRUE(grouped_hybrid_split_k(hl, f, 128, 512)) << moe_fmt_name(f);
+    EXPECT_FALSE(grouped_hybrid_split_k(hl, f, 128, 640)) << moe_fmt_name(f);
+    EXPECT_FALSE(grouped_hybrid_split_k(hl, f, 128, 2048)) << moe_fmt_name(f);
+    EXPECT_FALSE(grouped_hybrid_split_k(hl, f, 128, 320)) << moe_fmt_name(f);  // I % 128
+    EXPECT_EQ(grouped_hybrid_split_k(hl, f, 64, 256), f != GroupedFmt::kBf16) << moe_fmt_name(f);
+    GroupedLaunch nosplit = hl;
+    nosplit.hybrid_split_k = false;
+    EXPECT_FALSE(grouped_hybrid_split_k(nosplit, f, 128, 256)) << moe_fmt_name(f);
     // The hybrid's big tiles on the warp-specialized kernel (FP8 with tensor maps; a flag the
     // other formats' launches ignore); the full warpgroup-MMA launch keeps the 256-thread one.
     EXPECT_TRUE(moe_launch(d, sm90, f, 64).wgmma_ws) << moe_fmt_name(f);

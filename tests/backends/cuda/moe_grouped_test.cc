@@ -876,6 +876,25 @@ TEST_F(MoeGroupedTest, ProgrammaticDependentLaunchIsBitIdentical) {
       gate.hybrid_min_bytes = 1;
       EXPECT_EQ(differing_floats(check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate), a), 0)
           << name(f) << ": hybrid_min_bytes below";
+      // GroupedLaunch::hybrid_min_share: beyond the bytes bound, the hybrid engages when the
+      // qualifying experts (some of the 8 at ~100 tokens each) hold the share of the 8-token
+      // tiles: at 0.1% their bits, at 100% (not every expert qualifies) the streaming bits.
+      gate.hybrid_min_bytes = 1e15;
+      gate.hybrid_min_share = 0.001;
+      EXPECT_EQ(differing_floats(check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate), a), 0)
+          << name(f) << ": hybrid_min_share below";
+      gate.hybrid_min_share = 1;
+      EXPECT_EQ(differing_floats(check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate), g0), 0)
+          << name(f) << ": hybrid_min_share above";
+      // ... counting only experts of at least hybrid_share_min_tokens: none has 400, all of those
+      // above 100 have at least 101.
+      gate.hybrid_min_share = 0.001;
+      gate.hybrid_share_min_tokens = 400;
+      EXPECT_EQ(differing_floats(check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate), g0), 0)
+          << name(f) << ": hybrid_share_min_tokens above every expert";
+      gate.hybrid_share_min_tokens = 101;
+      EXPECT_EQ(differing_floats(check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate), a), 0)
+          << name(f) << ": hybrid_share_min_tokens below the busiest expert";
       // T 60 (~30 tokens per expert): every big tile narrow (BF16: the 64-token tile GEMM).
       off.wgmma_min_tokens = on.wgmma_min_tokens = 20;
       EXPECT_EQ(differing_floats(check(f, 60, 256, 128, 8, 4, Routing::kRandom, off),

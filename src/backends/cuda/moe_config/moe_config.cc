@@ -211,6 +211,24 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
     // values the group kernel's decisions on the same routings (computed on the CPU) pick, in
     // each of those 81 skewed cases, a time within 4.5% of the better of hybrid and none.
     l.hybrid_min_bytes = f == GroupedFmt::kBf16 ? 0.9e9 : f == GroupedFmt::kNvfp4 ? 0.7e9 : 0.5e9;
+    // ... or when the qualifying experts hold most of the call's 8-token tiles: the bytes bound
+    // prices every tile at the expert's weights, but small experts (TP8) serve repeated tiles
+    // from L2, so it kept TP8 hot8 streaming although the hybrid then leaves the streaming GEMM
+    // nearly empty. NOTE: measured on the H200 (docs/perf.md, 2026-12-03 session 29; hybrid
+    // always / never on glm5 / TP8 / EP8 x hot8 / zipf1 / zipf1.5 / zipf2 / zipf3 x T 48..256,
+    // each row's share from the routing): FP8 won at every share >= 0.6 (TP8 hot8 T 48 / 64 / 96
+    // 66 / 72 / 110 -> 60 / 62 / 67 us), tied at 0.58, lost at 0.3-0.42 (up to 24%); NVFP4 won
+    // at shares >= 0.75 where the experts had more than 64 tokens (TP8 hot8 T 96 / 128 / 256
+    // 100 / 123 / 178 -> 81 / 84 / 123), lost where they had at most 64 even at share 1
+    // (128-token tiles half empty: TP8 hot8 T 48 65 -> 84, EP8 hot8 T 48 125 -> 170), so only
+    // experts above 64 tokens count toward its share; BF16 lost at TP8 T <= 64 (the 64-token tile
+    // GEMM: zipf3 T 64, share 0.6, 160 -> 210).
+    if (f == GroupedFmt::kFp8Block) {
+      l.hybrid_min_share = 0.6;
+    } else if (f == GroupedFmt::kNvfp4) {
+      l.hybrid_min_share = 0.75;
+      l.hybrid_share_min_tokens = kGroupedNarrowTcTile + 1;
+    }
   }
   // FP8 experts on the warpgroup-MMA GEMM take FP8 activations (E4M3 per row and 128 k): always
   // with the tc launch and in the hybrid (which runs from T 48, kWgmmaMinTokensQuant). NOTE:

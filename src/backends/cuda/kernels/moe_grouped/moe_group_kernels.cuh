@@ -182,10 +182,21 @@ __global__ void __launch_bounds__(kGroupThreads)
     const int e = threadIdx.x;
     const int c = e < p.E ? cnt[e] : 0;
     bool big = p.big_min > 0 && c >= p.big_min;
-    if (p.big_min > 0 && p.big_min_tiles > 0) {  // the qualifying experts' tokens / 8
-      block_exclusive_scan2(make_int2(big ? (c + 7) / 8 : 0, 0), red, &total);
-      const bool engage = total.x >= p.big_min_tiles;
+    if (p.big_min > 0 && p.big_min_tiles > 0) {  // the qualifying experts' tokens / 8, and all
+      const int t8 = (c + 7) / 8;
+      block_exclusive_scan2(make_int2(big ? t8 : 0, t8), red, &total);
+      const int2 sums = total;
       __syncthreads();  // every thread has read `total` before the next scan rewrites it
+      int share_tiles = sums.x;
+      if (p.big_min_share > 0 && p.big_share_min > p.big_min) {  // (uniform) fewer experts count
+        block_exclusive_scan2(make_int2(c >= p.big_share_min ? t8 : 0, 0), red, &total);
+        share_tiles = total.x;
+        __syncthreads();
+      }
+      const bool engage =
+          sums.x >= p.big_min_tiles ||
+          (p.big_min_share > 0 &&
+           1000LL * share_tiles >= static_cast<long long>(p.big_min_share) * sums.y);
       big = big && engage;
     }
     const int tt = big ? kGroupedBigTile : p.tile_tokens;

@@ -97,6 +97,15 @@ struct GroupedLaunch {
   // qualifying experts leave most SMs idle for its whole k-loop; moe_launch sets it per format from
   // measurements.
   double hybrid_min_bytes = 0;
+  // ... or if the qualifying experts hold at least this share of the call's 8-token tiles (all
+  // experts' tokens / 8, rounded up per expert): then little is left for the streaming GEMM, whose
+  // launches are nearly empty, and the bytes bound above does not apply (it prices each 8-token
+  // tile at the expert's full weights, which small experts serve from L2). Only with
+  // hybrid_min_bytes > 0; 0: no such condition. moe_launch sets it per format from measurements.
+  double hybrid_min_share = 0;
+  // ... counting toward that share only experts with at least this many tokens (and at least
+  // wgmma_min_tokens; 0: those): NVFP4's big tiles lose at 64 tokens or fewer.
+  int hybrid_share_min_tokens = 0;
   // FP8 block-128 experts on the warpgroup-MMA GEMM (the tc launch or the hybrid's big tiles):
   // activations quantized to E4M3 per (row, 128 k) (grouped_fp8_act_bytes of scratch) and FP8
   // wgmma with both block scales applied per 128 k; false: F16 activations, weights dequantized
@@ -149,14 +158,12 @@ struct GroupedLaunch {
   // per expert) 9-10% faster, T 2048 (64) 4-9%; at T 4096 / 8192 (128 / 256 per expert) the narrow
   // instance is 5-6% slower (its spills), hence per call.
   int wgmma_narrow = -1;
-  // The hybrid's FP8 gate_up on the warp-specialized kernel with split-K where its items (big
-  // tiles x 256-row blocks) fill less than half the grid (MoeGemmParams::split_partials; the
-  // partial sums live in GroupedScratch::out, which only down writes). TP8's I = 256 gives 2
-  // items per big tile for a 6144-deep k-loop: hot8 T 128 ran 16 CTAs. Only where the call's
-  // bound on items (T K / 128 + T K / wgmma_min_tokens big tiles x I / 128) is at most half the
-  // grid (run_grouped_experts), so other calls keep the kernel without the reduction's spills.
-  // H200 (docs/perf.md, session 28; moe_bench --split-k 1 0 0 1): TP8 hot8 T 128 90.5 -> 71.1 us
-  // (torch FP8 66), every other glm5 / TP8 / EP8 row at T 48..256 level (+-0.4%).
+  // The hybrid's gate_up (every format's warpgroup-MMA kernel; not BF16's narrow big tiles on the
+  // mma.sync tile GEMM) with split-K where its items (big tiles x 256-row blocks) fill at most
+  // half the grid (MoeGemmParams::split_partials; the partial sums live in GroupedScratch::out,
+  // which only down writes), for experts of at most kHybridSplitMaxBlocks such blocks
+  // (grouped_hybrid_split_k). TP8's I = 256 gives 2 items per big tile for a 6144-deep k-loop:
+  // hot8 T 128 ran 16 CTAs.
   bool hybrid_split_k = true;
   // Programmatic dependent launch (sm_90): the call's launches (grouping, GEMMs, FP8 quantization,
   // combine) go out with programmatic stream serialization, each kernel waits for its predecessor
@@ -218,6 +225,12 @@ struct MoeGroupParams {
   // ring's narrowest, whatever tile_tokens is: wider tiles cost it about as much per token;
   // GroupedLaunch::hybrid_min_bytes); otherwise no expert is big. 0: no such condition.
   int big_min_tiles = 0;
+  // ... or if they hold at least big_min_share / 1000 of all experts' 8-token tiles
+  // (GroupedLaunch::hybrid_min_share; 0: no such condition). Only with big_min_tiles > 0.
+  int big_min_share = 0;
+  // ... where only experts with at least max(big_min, big_share_min) tokens count toward the
+  // share (GroupedLaunch::hybrid_share_min_tokens).
+  int big_share_min = 0;
   int32_t* big_tiles = nullptr;  // out [max big tiles, 4]
   int32_t* num_big = nullptr;    // out [1]
   // Zeroed by the kernel (the stream-K arrival counters of the GEMMs that follow; zero2: the
@@ -281,8 +294,10 @@ struct MoeGemmParams {
   bool pairs = false;
   // Warp-specialized FP8 kernels: the NARROW instance (GroupedLaunch::wgmma_narrow).
   bool narrow = false;
-  // Split-K of the single-CTA warp-specialized FP8 kernel (GroupedLaunch::hybrid_split_k): when
-  // the call's items fill less than half the grid, each item's k-loop is cut into S ranges
+  // Split-K of the hybrid's gate_up on the warpgroup-MMA kernels (the 256-thread one and the
+  // warp-specialized FP8 one; GroupedLaunch::hybrid_split_k): when the call's items fill at most
+  // half the grid and there are at most split_counters_cap of them, each item's k-loop is cut
+  // into S ranges
   // (chosen on the device from *num_tiles, ws_split_count in stream_k.h), each CTA writes its f32
   // accumulators to split_partials (kWsSplitItemBytes per item and range; split_bytes in all) and
   // the last of an item's S CTAs (split_counters[item], zero at launch; split_counters_cap of them)
@@ -363,6 +378,21 @@ inline bool grouped_hybrid_narrow(const GroupedLaunch& l, int64_t T) {
   return T <= kGroupedNarrowTcTile;
 }
 
+// Split-K of the hybrid's gate_up (GroupedLaunch::hybrid_split_k) only for experts of at most
+// this many 256-row gate_up blocks (I <= 512), whose big tiles give a few CTAs each a 6144-deep
+// k-loop. Measured on the H200 (docs/perf.md, 2026-12-03 session 29; moe_bench --hybrid-gb 0
+// --split-k 1 0 0 1 over glm5 / TP8 / EP8 x hot8 / zipf1.5 / zipf2 x T 48..256, every format):
+// TP8 (2 blocks) 3-46% faster in each of its 45 rows (hot8 T 96 BF16 120 -> 82 us, FP8 86 -> 68,
+// NVFP4 150 -> 81); GLM-5 and EP8 (16 blocks) FP8 1-7% slower (EP8 hot8 T 96 110 -> 117), BF16
+// level, NVFP4 -10..+5%.
+constexpr int64_t kHybridSplitMaxBlocks = 4;
+// Whether a hybrid call of T tokens on experts of format f and intermediate size I splits its
+// gate_up along k (then run_grouped_experts gives the kernels counters and partial-sum space).
+inline bool grouped_hybrid_split_k(const GroupedLaunch& l, GroupedFmt f, int64_t T, int64_t I) {
+  return l.hybrid_split_k && I % 128 == 0 && I / 128 <= kHybridSplitMaxBlocks &&
+         !(f == GroupedFmt::kBf16 && T <= kGroupedNarrowTcTile && grouped_hybrid_narrow(l, T));
+}
+
 // K-granularity the GEMMs need of D and I (rows must be multiples of 32).
 int64_t grouped_k_multiple(GroupedFmt f);
 
@@ -386,6 +416,9 @@ inline bool grouped_hybrid(const GroupedLaunch& l, int64_t T) {
 // D x I: how many 8-token tiles of an expert's gate_up + down weights make up
 // l.hybrid_min_bytes (at least 1, at most 1e9); 0 when l.hybrid_min_bytes is 0 (no gate).
 int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I);
+// MoeGroupParams::big_min_share for launch `l`: l.hybrid_min_share in thousandths, rounded up
+// (1..1000); 0 when l.hybrid_min_share or l.hybrid_min_bytes is 0.
+int grouped_hybrid_min_share(const GroupedLaunch& l);
 // Bytes of GroupedScratch::q a call needs: 0 unless launch `l` runs FP8 experts on the
 // warpgroup-MMA GEMM with FP8 activations (l.fp8_act, and l.wgmma or the hybrid at T tokens); then
 // the larger of x [T, D] and h [T*KS, I] as E4M3 codes (grouped_fp8_act_data_bytes, 16-byte

@@ -210,6 +210,11 @@ int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, in
       std::min(1e9, std::max(1.0, std::ceil(l.hybrid_min_bytes / expert_bytes))));
 }
 
+int grouped_hybrid_min_share(const GroupedLaunch& l) {
+  if (!(l.hybrid_min_bytes > 0) || !(l.hybrid_min_share > 0)) return 0;
+  return static_cast<int>(std::clamp(std::ceil(l.hybrid_min_share * 1000), 1.0, 1000.0));
+}
+
 int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens) {
   // The streaming list, then room for the hybrid's big-tile list.
   return list_tiles(T * K, E, tile_tokens) + list_tiles(T * K, E, kGroupedBigTile);
@@ -249,6 +254,8 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   if (hybrid) {
     gp.big_min = l.wgmma_min_tokens;
     gp.big_min_tiles = grouped_hybrid_min_tiles(l, ge.fmt, ge.D, ge.I);
+    gp.big_min_share = grouped_hybrid_min_share(l);
+    gp.big_share_min = l.hybrid_share_min_tokens;
     gp.big_tiles = s.tiles + 4 * gp.max_tiles;
     gp.num_big = s.num_tiles + 1;
   }
@@ -279,22 +286,23 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     gp.zero = s.sk_counters;
     gp.zero_count = sk.counters();
   }
-  // Split-K of the hybrid's gate_up (warpgroup-MMA kernels, every format; not BF16's narrow big
-  // tiles on the mma.sync tile GEMM): counters (one per item: big tile x 256-row block) then
-  // partial sums, in out (only down writes it, after gate_up).
+  // Split-K of the hybrid's gate_up (grouped_hybrid_split_k): counters (one per item: big tile x
+  // 256-row block) then partial sums, in out (only down writes it, after gate_up).
   float* split_partials = nullptr;
   int64_t split_bytes = 0;
   int32_t* split_counters = nullptr;
   int32_t split_cap = 0;
-  if (hybrid && l.hybrid_split_k && ge.I % 128 == 0 &&
-      !(ge.fmt == GroupedFmt::kBf16 && T <= kGroupedNarrowTcTile && grouped_hybrid_narrow(l, T))) {
-    // Only where the items can fill less than half the grid: at most T K / 128 + T K / big_min
-    // big tiles (each big expert's last one partial), I / 128 items each.
-    const int64_t cap =
-        (T * KS / kGroupedBigTile + 1 + T * KS / std::max(1, l.wgmma_min_tokens)) * (ge.I / 128);
+  if (hybrid && grouped_hybrid_split_k(l, ge.fmt, T, ge.I)) {
+    // The kernels split only where the items fill at most half their grid (sm_count CTAs), so
+    // at most sm_count / 2 items need a counter; fewer when the call cannot have that many: at
+    // most T K / 128 + T K / big_min big tiles (each big expert's last one partial), I / 128
+    // items each. Calls with more items than counters run unsplit (ws_split_count).
+    const int64_t cap = std::min<int64_t>(
+        std::max(1, l.sm_count / 2),
+        (T * KS / kGroupedBigTile + 1 + T * KS / std::max(1, l.wgmma_min_tokens)) * (ge.I / 128));
     const int64_t counter_floats = (cap + 63) / 64 * 64;  // 256-byte aligned partials
     const int64_t bytes = (T * KS * ge.D - counter_floats) * 4;
-    if (2 * cap <= l.sm_count && bytes >= grouped::kWsSplitItemBytes) {
+    if (bytes >= grouped::kWsSplitItemBytes) {
       split_counters = reinterpret_cast<int32_t*>(s.out);
       split_cap = static_cast<int32_t>(cap);
       split_partials = s.out + counter_floats;
