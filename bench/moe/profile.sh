@@ -5,7 +5,9 @@
 # carried: MOE_PREBUILT=DIR (default build-run) holds bin/moe_bench.
 # Env: MOE_PROFILE_SETS lines "shape routing T fmt [moe_bench flags, e.g. --pipe 1 --ctas 2]"
 #      (default: glm5 uniform 64 for each format),
-#      MOE_PROFILE_KERNEL (ncu kernel-name regex, default moe_gemm), OUT (logs).
+#      MOE_PROFILE_KERNEL (ncu kernel-name regex, default moe_gemm; the whole layer's launches:
+#      'moe_(gemm|group|quant|wgmma|tile|combine)' -- a bare 'moe' also matches moe_bench's
+#      weight-filling kernels, which live in namespace moe), OUT (logs).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 2
