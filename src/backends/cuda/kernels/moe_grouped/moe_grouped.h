@@ -89,10 +89,11 @@ struct GroupedLaunch {
   // the warpgroup-MMA GEMM in 128-token tiles (decided on the device from the routing), the rest
   // to the streaming GEMM (0: off).
   int wgmma_min_tokens = 0;
-  // The hybrid engages in a call only if its qualifying experts (wgmma_min_tokens or more) would
+  // The hybrid engages in a call if its qualifying experts (wgmma_min_tokens or more) would
   // stream at least this many weight bytes in the streaming GEMM (their tokens / 8, i.e. 8-token
-  // tiles, times an expert's gate_up + down bytes), decided on the device (MoeGroupParams::
-  // big_min_tiles); else every expert streams and the warpgroup-MMA launches find empty lists.
+  // tiles, times an expert's gate_up + down bytes) or hold hybrid_min_share (below), decided on
+  // the device (MoeGroupParams::big_min_tiles, big_min_share); else every expert streams and the
+  // warpgroup-MMA launches find empty lists.
   // 0: whenever one expert qualifies. The warpgroup-MMA GEMM runs after the streaming one, so a few
   // qualifying experts leave most SMs idle for its whole k-loop; moe_launch sets it per format from
   // measurements.
@@ -223,7 +224,8 @@ struct MoeGroupParams {
   int big_min = 0;
   // ... only if the experts at or above big_min hold at least big_min_tiles 8-token tiles (the
   // ring's narrowest, whatever tile_tokens is: wider tiles cost it about as much per token;
-  // GroupedLaunch::hybrid_min_bytes); otherwise no expert is big. 0: no such condition.
+  // GroupedLaunch::hybrid_min_bytes) or the share below; otherwise no expert is big. 0: no such
+  // condition (nor the share's).
   int big_min_tiles = 0;
   // ... or if they hold at least big_min_share / 1000 of all experts' 8-token tiles
   // (GroupedLaunch::hybrid_min_share; 0: no such condition). Only with big_min_tiles > 0.
