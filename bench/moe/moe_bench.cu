@@ -175,6 +175,20 @@ GroupedLaunch with_overrides(GroupedLaunch l) {
   return l;
 }
 
+// A number in [0, hi] for `flag` (value `v`) into *out; false (with a message saying what is
+// expected) otherwise.
+bool parse_in_range(const std::string& flag, const std::string& v, double hi, const char* what,
+                    double* out) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !(x >= 0) || x > hi) {
+    std::fprintf(stderr, "%s %s: expected %s\n", flag.c_str(), v.c_str(), what);
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
 ops::Weight make_weight(Layer& L, GroupedFmt f, int64_t N, int64_t K, uint32_t seed) {
   ops::Weight w;
   auto alloc = [&](size_t n, int kind, uint32_t sd) {
@@ -379,27 +393,13 @@ int main(int argc, char** argv) {
       }
       g_hybrid_min = static_cast<int>(n);
     } else if (a == "--hybrid-gb") {
-      char* end = nullptr;
-      const double gb = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(gb >= 0) || gb > 1e6) {
-        std::fprintf(stderr,
-                     "--hybrid-gb %s: expected GB >= 0 (0: the hybrid whenever an expert "
-                     "qualifies)\n",
-                     v.c_str());
+      if (!parse_in_range(a, v, 1e6, "GB >= 0 (0: the hybrid whenever an expert qualifies)",
+                          &g_hybrid_gb))
         return 2;
-      }
-      g_hybrid_gb = gb;
     } else if (a == "--hybrid-share") {
-      char* end = nullptr;
-      const double sh = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(sh >= 0) || sh > 1) {
-        std::fprintf(stderr,
-                     "--hybrid-share %s: expected a share in 0..1 (0: only the --hybrid-gb "
-                     "bound)\n",
-                     v.c_str());
+      if (!parse_in_range(a, v, 1, "a share in 0..1 (0: only the --hybrid-gb bound)",
+                          &g_hybrid_share))
         return 2;
-      }
-      g_hybrid_share = sh;
     } else if (int* flag01 = a == "--r2"           ? &g_r2
                              : a == "--two-step"   ? &g_two_step
                              : a == "--tma"        ? &g_tma

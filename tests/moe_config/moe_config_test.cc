@@ -251,6 +251,10 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_FALSE(grouped_hybrid_narrow(forced, 48));
     forced.wgmma_narrow = 1;
     EXPECT_TRUE(grouped_hybrid_narrow(forced, 4096));
+    // BF16's narrow big tiles on the 64-token tile GEMM: only at T <= 64, even when forced.
+    EXPECT_EQ(grouped_hybrid_tile_gemm(hl, f, 64), f == GroupedFmt::kBf16) << moe_fmt_name(f);
+    EXPECT_FALSE(grouped_hybrid_tile_gemm(hl, f, 65)) << moe_fmt_name(f);
+    EXPECT_FALSE(grouped_hybrid_tile_gemm(forced, f, 65)) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm120, f, 64).hybrid_pdl) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(w, sm90, f, 4096).hybrid_pdl) << moe_fmt_name(f);
     // PDL for gate_up and the combine only: BF16 up to 8 tokens, NVFP4 up to 4 (measured), never

@@ -860,40 +860,38 @@ TEST_F(MoeGroupedTest, ProgrammaticDependentLaunchIsBitIdentical) {
       off.wgmma_min_tokens = 100;
       Launch on = off;
       on.hybrid_pdl = true;
-      const Tensor a = check(f, 200, 256, 128, 8, 4, Routing::kRandom, off);
-      const Tensor b = check(f, 200, 256, 128, 8, 4, Routing::kRandom, on);
-      EXPECT_EQ(differing_floats(a, b), 0) << name(f) << ": hybrid_pdl";
+      auto run = [&](const Launch& l) {
+        return check(f, 200, 256, 128, 8, 4, Routing::kRandom, l);
+      };
+      const Tensor a = run(off);
+      EXPECT_EQ(differing_floats(a, run(on)), 0) << name(f) << ": hybrid_pdl";
       // GroupedLaunch::hybrid_min_bytes: beyond the qualifying experts' streamed bytes no expert
       // takes the warpgroup-MMA GEMM (the bits of the launch without the hybrid); at 1 byte the
       // hybrid's bits.
       Launch gate = off, plain = off;
       gate.hybrid_min_bytes = 1e15;
       plain.wgmma_min_tokens = 0;
-      const Tensor g1 = check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate);
-      const Tensor g0 = check(f, 200, 256, 128, 8, 4, Routing::kRandom, plain);
-      EXPECT_EQ(differing_floats(g1, g0), 0) << name(f) << ": hybrid_min_bytes above";
+      const Tensor g0 = run(plain);
+      EXPECT_EQ(differing_floats(run(gate), g0), 0) << name(f) << ": hybrid_min_bytes above";
       EXPECT_GT(differing_floats(a, g0), 0) << name(f) << ": the hybrid changes bits";
       gate.hybrid_min_bytes = 1;
-      EXPECT_EQ(differing_floats(check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate), a), 0)
-          << name(f) << ": hybrid_min_bytes below";
+      EXPECT_EQ(differing_floats(run(gate), a), 0) << name(f) << ": hybrid_min_bytes below";
       // GroupedLaunch::hybrid_min_share: beyond the bytes bound, the hybrid engages when the
       // qualifying experts (some of the 8 at ~100 tokens each) hold the share of the 8-token
       // tiles: at 0.1% their bits, at 100% (not every expert qualifies) the streaming bits.
       gate.hybrid_min_bytes = 1e15;
       gate.hybrid_min_share = 0.001;
-      EXPECT_EQ(differing_floats(check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate), a), 0)
-          << name(f) << ": hybrid_min_share below";
+      EXPECT_EQ(differing_floats(run(gate), a), 0) << name(f) << ": hybrid_min_share below";
       gate.hybrid_min_share = 1;
-      EXPECT_EQ(differing_floats(check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate), g0), 0)
-          << name(f) << ": hybrid_min_share above";
+      EXPECT_EQ(differing_floats(run(gate), g0), 0) << name(f) << ": hybrid_min_share above";
       // ... counting only experts of at least hybrid_share_min_tokens: none has 400, all of those
       // above 100 have at least 101.
       gate.hybrid_min_share = 0.001;
       gate.hybrid_share_min_tokens = 400;
-      EXPECT_EQ(differing_floats(check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate), g0), 0)
+      EXPECT_EQ(differing_floats(run(gate), g0), 0)
           << name(f) << ": hybrid_share_min_tokens above every expert";
       gate.hybrid_share_min_tokens = 101;
-      EXPECT_EQ(differing_floats(check(f, 200, 256, 128, 8, 4, Routing::kRandom, gate), a), 0)
+      EXPECT_EQ(differing_floats(run(gate), a), 0)
           << name(f) << ": hybrid_share_min_tokens below the busiest expert";
       // T 60 (~30 tokens per expert): every big tile narrow (BF16: the 64-token tile GEMM).
       off.wgmma_min_tokens = on.wgmma_min_tokens = 20;

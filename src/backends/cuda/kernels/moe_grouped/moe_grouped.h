@@ -379,6 +379,11 @@ inline bool grouped_hybrid_narrow(const GroupedLaunch& l, int64_t T) {
   static_assert(kGroupedNarrowTcTile == kGroupedBigTile / 2);
   return T <= kGroupedNarrowTcTile;
 }
+// Whether a hybrid call's BF16 big tiles take the 64-token mma.sync tile GEMM: narrow, and only
+// at T <= 64 even when wgmma_narrow forces narrow (the tile GEMM takes 64 tokens of a tile).
+inline bool grouped_hybrid_tile_gemm(const GroupedLaunch& l, GroupedFmt f, int64_t T) {
+  return f == GroupedFmt::kBf16 && T <= kGroupedNarrowTcTile && grouped_hybrid_narrow(l, T);
+}
 
 // Split-K of the hybrid's gate_up (GroupedLaunch::hybrid_split_k) only for experts of at most
 // this many 256-row gate_up blocks (I <= 512), whose big tiles give a few CTAs each a 6144-deep
@@ -392,7 +397,7 @@ constexpr int64_t kHybridSplitMaxBlocks = 4;
 // gate_up along k (then run_grouped_experts gives the kernels counters and partial-sum space).
 inline bool grouped_hybrid_split_k(const GroupedLaunch& l, GroupedFmt f, int64_t T, int64_t I) {
   return l.hybrid_split_k && I % 128 == 0 && I / 128 <= kHybridSplitMaxBlocks &&
-         !(f == GroupedFmt::kBf16 && T <= kGroupedNarrowTcTile && grouped_hybrid_narrow(l, T));
+         !grouped_hybrid_tile_gemm(l, f, T);
 }
 
 // K-granularity the GEMMs need of D and I (rows must be multiples of 32).

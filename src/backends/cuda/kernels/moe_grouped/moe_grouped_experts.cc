@@ -325,11 +325,9 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   lb.pipelined = false;
   lb.tc = lb.wgmma = true;
   lb.pdl = l.pdl || (hybrid && l.hybrid_pdl);  // = l.pdl without the hybrid (wgmma launches)
-  if (hybrid && ge.fmt == GroupedFmt::kBf16 && T <= kGroupedNarrowTcTile &&
-      grouped_hybrid_narrow(l, T)) {
-    // BF16 big tiles of <= 64 tokens (T <= 64, whatever wgmma_narrow says: the tile GEMM takes
-    // only 64 tokens of a tile): the 64-token mma.sync tile GEMM, two CTAs per SM (the list's
-    // 128-token tiles then hold <= 64 tokens each).
+  if (hybrid && grouped_hybrid_tile_gemm(l, ge.fmt, T)) {
+    // BF16 big tiles of <= 64 tokens: the 64-token mma.sync tile GEMM, two CTAs per SM (the
+    // list's 128-token tiles then hold <= 64 tokens each).
     lb.nb = kGroupedNarrowTcTile / 8;
     lb.ctas_per_sm = 2;
     lb.wgmma = false;
