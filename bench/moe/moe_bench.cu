@@ -24,7 +24,7 @@
 //                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1] [--tma 0|1]
 //                  [--ws 0|1] [--pairs 0|1] [--narrow 0|1] [--pdl 0|1] [--hybrid-min N]
 //                  [--hybrid-pdl 0|1] [--hybrid-gb X] [--hybrid-share X] [--pdl-light 0|1]
-//                  [--split-k 0|1] [--sustain-ms N]
+//                  [--split-k 0|1] [--sustain-ms N] [--ab "LAUNCH FLAGS"]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -58,6 +58,14 @@
 // --pdl-light 0|1 GroupedLaunch::pdl_light (PDL for gate_up and the combine only). --split-k 0|1
 // GroupedLaunch::hybrid_split_k (the hybrid's gate_up split along k where its items fill at most
 // half the GPU, for experts of I <= 512: grouped_hybrid_split_k).
+// --ab "FLAGS": an interleaved A/B of each case (one configuration, no --sweep): A is the launch
+// of the command line, B the same plus FLAGS (launch flags only: --f8act, --r2, --two-step,
+// --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,
+// --hybrid-gb, --hybrid-share; e.g. --ab "--hybrid-min 0"). Both graphs are captured and their
+// replays alternate (A B, B A, ...; each after its own L2 flush), so both see the same clocks
+// and power state; a line "ab ..." gives A's and B's medians and the median of the per-replay
+// ratios B / A (the table row is A's; --json adds ab_us and ab_ratio). Separate calls of the
+// same case differ by up to 2-5% at prefill and under NVFP4's power limit (docs/perf.md).
 // --sustain-ms N: before the timed replays of each case, replay it (L2 flush included) for N ms
 // of wall time, so the times are those of a GPU that has been under this load long enough for
 // its power limit to act (H200, docs/perf.md session 27: the NVFP4 ring reaches the 700 W cap
@@ -136,44 +144,52 @@ ConstTensorView dev_view(void* p, moe::Shape sh, DType dt) {
   return ConstTensorView(p, dt, sh, Device::kCuda);
 }
 
-bool g_row_major = false;    // --layout rowmajor
-int g_shared = 0;            // --shared 1 (folded) or 2 (apart)
-int g_f8act = -1;            // --f8act 0|1 (-1: moe_launch's choice)
-int g_r2 = -1;               // --r2 0|1 (-1: run_grouped_experts' choice)
-int g_two_step = -1;         // --two-step 0|1 (-1: the launch's default)
-int g_tma = -1;              // --tma 0|1 (-1: the launch's default)
-int g_ws = -1;               // --ws 0|1 (-1: the launch's default)
-int g_pairs = -1;            // --pairs 0|1 (-1: the launch's default)
-int g_narrow = -1;           // --narrow 0|1 (-1: chosen per call)
-int g_pdl = -1;              // --pdl 0|1 (-1: moe_launch's choice)
-int g_hybrid_min = -1;       // --hybrid-min N (-1: moe_launch's threshold; 0: no hybrid)
-int g_hybrid_pdl = -1;       // --hybrid-pdl 0|1 (-1: the launch's default)
-int g_pdl_light = -1;        // --pdl-light 0|1 (-1: the launch's default)
-int g_split_k = -1;          // --split-k 0|1 (-1: the launch's default)
-int g_sustain_ms = 0;        // --sustain-ms N (0: no sustained load before the timed replays)
-double g_hybrid_gb = -1;     // --hybrid-gb X (-1: moe_launch's GroupedLaunch::hybrid_min_bytes)
-double g_hybrid_share = -1;  // --hybrid-share X (-1: moe_launch's GroupedLaunch::hybrid_min_share)
+bool g_row_major = false;  // --layout rowmajor
+int g_shared = 0;          // --shared 1 (folded) or 2 (apart)
+int g_sustain_ms = 0;      // --sustain-ms N (0: no sustained load before the timed replays)
 
-// The launch with the --f8act, --r2, --two-step, --tma, --ws, --pairs, --narrow, --pdl,
-// --hybrid-min, --hybrid-pdl, --pdl-light, --split-k, --hybrid-gb and --hybrid-share overrides
-// (--hybrid-min only where moe_launch gave the launch a hybrid: sm_90).
-GroupedLaunch with_overrides(GroupedLaunch l) {
-  if (g_f8act >= 0) l.fp8_act = g_f8act == 1;
-  l.pipe_r2 = g_r2;
-  if (g_two_step >= 0) l.pipe_two_step = g_two_step == 1;
-  if (g_tma >= 0) l.wgmma_tma = g_tma == 1;
-  if (g_ws >= 0) l.wgmma_ws = g_ws == 1;
-  if (g_pairs >= 0) l.wgmma_pairs = g_pairs == 1;
-  if (g_narrow >= 0) l.wgmma_narrow = g_narrow;
-  if (g_pdl >= 0) l.pdl = g_pdl == 1;
-  if (g_hybrid_min >= 0 && l.wgmma_min_tokens > 0) l.wgmma_min_tokens = g_hybrid_min;
-  if (g_hybrid_pdl >= 0) l.hybrid_pdl = g_hybrid_pdl == 1;
-  if (g_pdl_light >= 0) l.pdl_light = g_pdl_light == 1;
-  if (g_split_k >= 0) l.hybrid_split_k = g_split_k == 1;
-  if (g_hybrid_gb >= 0) l.hybrid_min_bytes = g_hybrid_gb * 1e9;
-  if (g_hybrid_share >= 0) l.hybrid_min_share = g_hybrid_share;
-  return l;
-}
+// Overrides of the launch moe_launch chooses (-1: its choice / the launch's default).
+struct LaunchOverrides {
+  int f8act = -1;            // --f8act 0|1
+  int r2 = -1;               // --r2 0|1 (-1: run_grouped_experts' choice)
+  int two_step = -1;         // --two-step 0|1
+  int tma = -1;              // --tma 0|1
+  int ws = -1;               // --ws 0|1
+  int pairs = -1;            // --pairs 0|1
+  int narrow = -1;           // --narrow 0|1 (-1: chosen per call)
+  int pdl = -1;              // --pdl 0|1
+  int hybrid_min = -1;       // --hybrid-min N (0: no hybrid)
+  int hybrid_pdl = -1;       // --hybrid-pdl 0|1
+  int pdl_light = -1;        // --pdl-light 0|1
+  int split_k = -1;          // --split-k 0|1
+  double hybrid_gb = -1;     // --hybrid-gb X (GroupedLaunch::hybrid_min_bytes / 1e9)
+  double hybrid_share = -1;  // --hybrid-share X (GroupedLaunch::hybrid_min_share)
+
+  // The launch with these overrides (--hybrid-min only where moe_launch gave the launch a
+  // hybrid: sm_90).
+  GroupedLaunch apply(GroupedLaunch l) const {
+    if (f8act >= 0) l.fp8_act = f8act == 1;
+    l.pipe_r2 = r2;
+    if (two_step >= 0) l.pipe_two_step = two_step == 1;
+    if (tma >= 0) l.wgmma_tma = tma == 1;
+    if (ws >= 0) l.wgmma_ws = ws == 1;
+    if (pairs >= 0) l.wgmma_pairs = pairs == 1;
+    if (narrow >= 0) l.wgmma_narrow = narrow;
+    if (pdl >= 0) l.pdl = pdl == 1;
+    if (hybrid_min >= 0 && l.wgmma_min_tokens > 0) l.wgmma_min_tokens = hybrid_min;
+    if (hybrid_pdl >= 0) l.hybrid_pdl = hybrid_pdl == 1;
+    if (pdl_light >= 0) l.pdl_light = pdl_light == 1;
+    if (split_k >= 0) l.hybrid_split_k = split_k == 1;
+    if (hybrid_gb >= 0) l.hybrid_min_bytes = hybrid_gb * 1e9;
+    if (hybrid_share >= 0) l.hybrid_min_share = hybrid_share;
+    return l;
+  }
+};
+LaunchOverrides g_ov;    // the command line's
+LaunchOverrides g_ov_b;  // --ab: the command line's plus the --ab string's
+bool g_ab = false;
+
+GroupedLaunch with_overrides(GroupedLaunch l) { return g_ov.apply(l); }
 
 // A number in [0, hi] for `flag` (value `v`) into *out; false (with a message saying what is
 // expected) otherwise.
@@ -187,6 +203,51 @@ bool parse_in_range(const std::string& flag, const std::string& v, double hi, co
   }
   *out = x;
   return true;
+}
+
+// One launch flag (LaunchOverrides) `a` with value `v` into *o: 1 when taken, 0 when `a` is not a
+// launch flag, -1 for a bad value (with a message saying what is expected).
+int parse_launch_flag(const std::string& a, const std::string& v, LaunchOverrides* o) {
+  if (a == "--hybrid-min") {
+    char* end = nullptr;
+    const long n = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || n < 0 || n > (1L << 30)) {
+      std::fprintf(stderr, "--hybrid-min %s: expected a token count >= 0 (0: no hybrid)\n",
+                   v.c_str());
+      return -1;
+    }
+    o->hybrid_min = static_cast<int>(n);
+    return 1;
+  }
+  if (a == "--hybrid-gb")
+    return parse_in_range(a, v, 1e6, "GB >= 0 (0: the hybrid whenever an expert qualifies)",
+                          &o->hybrid_gb)
+               ? 1
+               : -1;
+  if (a == "--hybrid-share")
+    return parse_in_range(a, v, 1, "a share in 0..1 (0: only the --hybrid-gb bound)",
+                          &o->hybrid_share)
+               ? 1
+               : -1;
+  int* flag01 = a == "--f8act"        ? &o->f8act
+                : a == "--r2"         ? &o->r2
+                : a == "--two-step"   ? &o->two_step
+                : a == "--tma"        ? &o->tma
+                : a == "--ws"         ? &o->ws
+                : a == "--pairs"      ? &o->pairs
+                : a == "--narrow"     ? &o->narrow
+                : a == "--pdl"        ? &o->pdl
+                : a == "--hybrid-pdl" ? &o->hybrid_pdl
+                : a == "--pdl-light"  ? &o->pdl_light
+                : a == "--split-k"    ? &o->split_k
+                                      : nullptr;
+  if (flag01 == nullptr) return 0;
+  if (v != "0" && v != "1") {
+    std::fprintf(stderr, "%s %s: expected 0 or 1\n", a.c_str(), v.c_str());
+    return -1;
+  }
+  *flag01 = v == "1";
+  return 1;
 }
 
 ops::Weight make_weight(Layer& L, GroupedFmt f, int64_t N, int64_t K, uint32_t seed) {
@@ -339,6 +400,7 @@ int main(int argc, char** argv) {
   int iters = 30, force_nb = 0, force_warps = 0, force_ctas = 0, force_pipe = -1;
   int sweep = 0;
   std::string routing_dir, json_path;
+  std::string ab_flags;
   for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h" || i + 1 >= argc) {
@@ -346,7 +408,9 @@ int main(int argc, char** argv) {
       return a == "--help" || a == "-h" ? 0 : 2;
     }
     const std::string v = argv[i + 1];
-    if (a == "--fmt")
+    if (const int r = parse_launch_flag(a, v, &g_ov); r != 0) {
+      if (r < 0) return 2;
+    } else if (a == "--fmt")
       fmts = split(v);
     else if (a == "--shape")
       shapes = split(v);
@@ -381,41 +445,9 @@ int main(int argc, char** argv) {
       sweep = std::atoi(v.c_str());
     else if (a == "--shared")
       g_shared = std::atoi(v.c_str());
-    else if (a == "--f8act")
-      g_f8act = std::atoi(v.c_str());
-    else if (a == "--hybrid-min") {
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 0 || n > (1L << 30)) {
-        std::fprintf(stderr, "--hybrid-min %s: expected a token count >= 0 (0: no hybrid)\n",
-                     v.c_str());
-        return 2;
-      }
-      g_hybrid_min = static_cast<int>(n);
-    } else if (a == "--hybrid-gb") {
-      if (!parse_in_range(a, v, 1e6, "GB >= 0 (0: the hybrid whenever an expert qualifies)",
-                          &g_hybrid_gb))
-        return 2;
-    } else if (a == "--hybrid-share") {
-      if (!parse_in_range(a, v, 1, "a share in 0..1 (0: only the --hybrid-gb bound)",
-                          &g_hybrid_share))
-        return 2;
-    } else if (int* flag01 = a == "--r2"           ? &g_r2
-                             : a == "--two-step"   ? &g_two_step
-                             : a == "--tma"        ? &g_tma
-                             : a == "--ws"         ? &g_ws
-                             : a == "--pairs"      ? &g_pairs
-                             : a == "--narrow"     ? &g_narrow
-                             : a == "--pdl"        ? &g_pdl
-                             : a == "--hybrid-pdl" ? &g_hybrid_pdl
-                             : a == "--pdl-light"  ? &g_pdl_light
-                             : a == "--split-k"    ? &g_split_k
-                                                   : nullptr) {
-      if (v != "0" && v != "1") {
-        std::fprintf(stderr, "%s %s: expected 0 or 1\n", a.c_str(), v.c_str());
-        return 2;
-      }
-      *flag01 = v == "1";
+    else if (a == "--ab") {
+      g_ab = true;
+      ab_flags = v;
     } else if (a == "--layout") {
       if (v != "packed" && v != "rowmajor") {
         std::fprintf(stderr, "unknown --layout %s (packed, rowmajor)\n", v.c_str());
@@ -424,6 +456,34 @@ int main(int argc, char** argv) {
       g_row_major = v == "rowmajor";
     } else {
       std::fprintf(stderr, "unknown flag %s\n", a.c_str());
+      return 2;
+    }
+  }
+  // --ab: B = the command line's launch flags plus the --ab string's (launch flags only).
+  if (g_ab) {
+    g_ov_b = g_ov;
+    std::istringstream in(ab_flags);
+    std::vector<std::string> words;
+    for (std::string w; in >> w;) words.push_back(w);
+    if (words.empty() || words.size() % 2 != 0) {
+      std::fprintf(stderr,
+                   "--ab \"%s\": expected launch flags with their values, e.g. --ab "
+                   "\"--hybrid-min 0\"\n",
+                   ab_flags.c_str());
+      return 2;
+    }
+    for (size_t j = 0; j < words.size(); j += 2) {
+      const int r = parse_launch_flag(words[j], words[j + 1], &g_ov_b);
+      if (r == 0)
+        std::fprintf(stderr,
+                     "--ab: %s is not a launch flag (--f8act, --r2, --two-step, --tma, --ws, "
+                     "--pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, "
+                     "--split-k, --hybrid-gb, --hybrid-share)\n",
+                     words[j].c_str());
+      if (r <= 0) return 2;
+    }
+    if (sweep) {
+      std::fprintf(stderr, "--ab times one configuration per case: not with --sweep\n");
       return 2;
     }
   }
@@ -586,35 +646,45 @@ int main(int argc, char** argv) {
           int64_t qbytes =
               g_shared == 2 ? grouped_fp8_act_bytes(l_alone, L.fmt, R, sh.D, sh.I, 1) : 0;
           for (const MoeKernelConfig& c : cands)
-            qbytes =
-                std::max(qbytes, grouped_fp8_act_bytes(with_overrides(moe_launch(c, lim, L.fmt, R)),
-                                                       L.fmt, R, sh.D, sh.I, KS));
+            for (const LaunchOverrides* o : {&g_ov, &g_ov_b})
+              qbytes =
+                  std::max(qbytes, grouped_fp8_act_bytes(o->apply(moe_launch(c, lim, L.fmt, R)),
+                                                         L.fmt, R, sh.D, sh.I, KS));
           uint8_t* q = nullptr;
           CK(cudaMalloc(&q, std::max<int64_t>(qbytes, 16)));
           GroupedScratch s{xa, slot, tiles, ntiles, h, out, sk_counters, sk_partials, slot_w, q};
           const int64_t uniq = lr.unique + (g_shared ? 1 : 0);
           const double bytes = uniq * L.expert_bytes + 2.0 * R * sh.D * 4;
           const double flop = 2.0 * R * (K + (g_shared ? 1 : 0)) * 3.0 * sh.D * sh.I;
-          double best_us = 1e30, heur_us = 0;
+          double best_us = 1e30, heur_us = 0, ab_us = 0, ab_ratio = 0;
           MoeKernelConfig best = heur;
           int best_big = -1;  // the hybrid's 128-token tiles in the reported configuration's call
           for (const MoeKernelConfig& cfg : cands) {
             const GroupedLaunch l = with_overrides(moe_launch(cfg, lim, L.fmt, R));
-            auto layer = [&] {
-              run_grouped_experts(*ge, y, sh.D, x, sh.D, idd, K, w, K, R, K, s, l, st);
-              if (g_shared == 2)  // its R slots fit the routed call's scratch
-                run_grouped_experts(*gs, y, sh.D, x, sh.D, idd, K, w, K, R, 0, s, l_alone, st,
-                                    true);
+            // --ab: the same configuration with the B overrides, its replays interleaved with
+            // A's (A B, then B A, ...), so both see the same clocks and power state.
+            const GroupedLaunch lb_ab = g_ov_b.apply(moe_launch(cfg, lim, L.fmt, R));
+            auto capture = [&](const GroupedLaunch& lx, cudaGraph_t* graph) {
+              auto layer = [&] {
+                run_grouped_experts(*ge, y, sh.D, x, sh.D, idd, K, w, K, R, K, s, lx, st);
+                if (g_shared == 2)  // its R slots fit the routed call's scratch
+                  run_grouped_experts(*gs, y, sh.D, x, sh.D, idd, K, w, K, R, 0, s, l_alone, st,
+                                      true);
+              };
+              layer();  // eager warm-up
+              CK(cudaStreamSynchronize(st));
+              cudaGraphExec_t exec;
+              CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+              layer();
+              CK(cudaStreamEndCapture(st, graph));
+              CK(cudaGraphInstantiate(&exec, *graph, 0));
+              return exec;
             };
-            layer();  // eager warm-up
-            CK(cudaStreamSynchronize(st));
-            cudaGraph_t graph;
-            cudaGraphExec_t exec;
-            CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-            layer();
-            CK(cudaStreamEndCapture(st, &graph));
-            CK(cudaGraphInstantiate(&exec, graph, 0));
-            std::vector<cudaEvent_t> ev(2 * iters);
+            cudaGraph_t graph, graph_b = nullptr;
+            cudaGraphExec_t exec = capture(l, &graph), exec_b = nullptr;
+            if (g_ab) exec_b = capture(lb_ab, &graph_b);
+            const int nv = g_ab ? 2 : 1;
+            std::vector<cudaEvent_t> ev(2 * nv * iters);
             for (auto& e : ev) CK(cudaEventCreate(&e));
             if (g_sustain_ms > 0) {  // the load held before timing (--sustain-ms)
               const auto t0 = std::chrono::steady_clock::now();
@@ -623,27 +693,48 @@ int main(int argc, char** argv) {
                       .count() < g_sustain_ms) {
                 for (int r = 0; r < 8; ++r) {
                   CK(cudaMemsetAsync(flush, r, flush_bytes, st));
-                  CK(cudaGraphLaunch(exec, st));
+                  CK(cudaGraphLaunch(r % nv ? exec_b : exec, st));
                 }
                 CK(cudaStreamSynchronize(st));
               }
             }
-            for (int it = -3; it < iters; ++it) {
-              CK(cudaMemsetAsync(flush, it & 0xff, flush_bytes, st));
-              if (it >= 0) CK(cudaEventRecord(ev[2 * it], st));
-              CK(cudaGraphLaunch(exec, st));
-              if (it >= 0) CK(cudaEventRecord(ev[2 * it + 1], st));
-            }
+            // Event pair (2 * (nv * it + v), + 1) times variant v (0 A, 1 B) of iteration it.
+            for (int it = -3; it < iters; ++it)
+              for (int j = 0; j < nv; ++j) {
+                const int v = (it & 1) ? nv - 1 - j : j;  // A B, B A, ...
+                CK(cudaMemsetAsync(flush, it & 0xff, flush_bytes, st));
+                if (it >= 0) CK(cudaEventRecord(ev[2 * (nv * it + v)], st));
+                CK(cudaGraphLaunch(v ? exec_b : exec, st));
+                if (it >= 0) CK(cudaEventRecord(ev[2 * (nv * it + v) + 1], st));
+              }
+            if (g_ab) CK(cudaGraphLaunch(exec, st));  // A ran last: its big-tile count below
             CK(cudaStreamSynchronize(st));
             // The hybrid's big-tile count (GroupedScratch::num_tiles[1], written by the grouping
             // only when the call has the hybrid; 0 when its gate kept every expert streaming).
             int32_t big = -1;
             if (grouped_hybrid(l, R)) CK(cudaMemcpy(&big, ntiles + 1, 4, cudaMemcpyDeviceToHost));
-            std::vector<float> ms_(iters);
-            for (int it = 0; it < iters; ++it)
-              CK(cudaEventElapsedTime(&ms_[it], ev[2 * it], ev[2 * it + 1]));
+            std::vector<float> ms_(iters), ms_b(g_ab ? iters : 0), ratio(g_ab ? iters : 0);
+            for (int it = 0; it < iters; ++it) {
+              CK(cudaEventElapsedTime(&ms_[it], ev[2 * nv * it], ev[2 * nv * it + 1]));
+              if (g_ab) {
+                CK(cudaEventElapsedTime(&ms_b[it], ev[2 * (nv * it + 1)],
+                                        ev[2 * (nv * it + 1) + 1]));
+                ratio[it] = ms_b[it] / ms_[it];
+              }
+            }
             std::sort(ms_.begin(), ms_.end());
             const double us = 1e3 * ms_[iters / 2];
+            if (g_ab) {
+              std::sort(ms_b.begin(), ms_b.end());
+              std::sort(ratio.begin(), ratio.end());
+              ab_us = 1e3 * ms_b[iters / 2];
+              ab_ratio = ratio[iters / 2];
+              std::printf(
+                  "  ab %s %s %s T %lld: A %.1f us, B %.1f us, B/A %.4f (median of %d "
+                  "paired replays; B: %s)\n",
+                  sname.c_str(), rname.c_str(), fname.c_str(), static_cast<long long>(T), us, ab_us,
+                  ab_ratio, iters, ab_flags.c_str());
+            }
             if (us < best_us) best_us = us, best = cfg, best_big = big;
             if (cfg == heur) heur_us = us;
             if (sweep)
@@ -653,6 +744,10 @@ int main(int argc, char** argv) {
                   sname.c_str(), rname.c_str(), fname.c_str(), static_cast<long long>(T), cfg.nb,
                   cfg.pipelined ? 1 : 0, cfg.tc ? 1 : 0, cfg.wgmma ? 1 : 0, cfg.warps_per_cta,
                   cfg.ctas_per_sm, us);
+            if (g_ab) {
+              CK(cudaGraphExecDestroy(exec_b));
+              CK(cudaGraphDestroy(graph_b));
+            }
             for (auto& e : ev) CK(cudaEventDestroy(e));
             CK(cudaGraphExecDestroy(exec));
             CK(cudaGraphDestroy(graph));
@@ -682,8 +777,10 @@ int main(int argc, char** argv) {
                  << ",\"warps_per_cta\":" << best.warps_per_cta
                  << ",\"ctas_per_sm\":" << best.ctas_per_sm << ",\"tc\":" << (best.tc ? 1 : 0)
                  << ",\"wgmma\":" << (best.wgmma ? 1 : 0) << ",\"big_tiles\":" << best_big
-                 << ",\"us\":" << us << ",\"heuristic_us\":" << heur_us << ",\"bytes\":" << bytes
-                 << ",\"flop\":" << flop << ",\"gbs\":" << gbs
+                 << ",\"us\":" << us << ",\"heuristic_us\":" << heur_us;
+          if (json && g_ab) json << ",\"ab_us\":" << ab_us << ",\"ab_ratio\":" << ab_ratio;
+          if (json)
+            json << ",\"bytes\":" << bytes << ",\"flop\":" << flop << ",\"gbs\":" << gbs
                  << ",\"pct_peak\":" << 100.0 * gbs / 4800.0 << ",\"tflops\":" << tflops << "}"
                  << std::endl;
           for (void* p : std::initializer_list<void*>{x, y, w, out, idd, slot, tiles, ntiles, xa, h,
