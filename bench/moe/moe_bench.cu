@@ -24,7 +24,7 @@
 //                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1] [--tma 0|1]
 //                  [--ws 0|1] [--pairs 0|1] [--narrow 0|1] [--pdl 0|1] [--hybrid-min N]
 //                  [--hybrid-pdl 0|1] [--hybrid-gb X] [--hybrid-share X] [--pdl-light 0|1]
-//                  [--split-k 0|1] [--sustain-ms N] [--ab "LAUNCH FLAGS"]
+//                  [--split-k 0|1] [--hquant 0|1] [--sustain-ms N] [--ab "LAUNCH FLAGS"]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -57,12 +57,14 @@
 // hold at least this share of the call's 8-token tiles; 0: only the bytes bound);
 // --pdl-light 0|1 GroupedLaunch::pdl_light (PDL for gate_up and the combine only). --split-k 0|1
 // GroupedLaunch::hybrid_split_k (the hybrid's gate_up split along k where its items fill at most
-// half the GPU, for experts of I <= 512: grouped_hybrid_split_k).
+// half the GPU, for experts of I <= 512: grouped_hybrid_split_k). --hquant 0|1
+// GroupedLaunch::wgmma_hquant (FP8 activations: h quantized to E4M3 in the warpgroup-MMA gate_up's
+// epilogue, or by a moe_quant_rows launch).
 // --ab "FLAGS": an interleaved A/B of each case (one configuration, no --sweep): A is the launch
 // of the command line, B the same plus FLAGS (launch flags only: --f8act, --r2, --two-step,
 // --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,
-// --hybrid-gb, --hybrid-share; e.g. --ab "--hybrid-min 0"). Both graphs are captured and their
-// replays alternate (A B, B A, ...; each after its own L2 flush), so both see the same clocks
+// --hquant, --hybrid-gb, --hybrid-share; e.g. --ab "--hybrid-min 0"). Both graphs are captured and
+// their replays alternate (A B, B A, ...; each after its own L2 flush), so both see the same clocks
 // and power state; a line "ab ..." gives A's and B's medians and the median of the per-replay
 // ratios B / A (the table row is A's; --json adds ab_us and ab_ratio). Separate calls of the
 // same case differ by up to 2-5% at prefill and under NVFP4's power limit (docs/perf.md).
@@ -162,6 +164,7 @@ struct LaunchOverrides {
   int hybrid_pdl = -1;       // --hybrid-pdl 0|1
   int pdl_light = -1;        // --pdl-light 0|1
   int split_k = -1;          // --split-k 0|1
+  int hquant = -1;           // --hquant 0|1
   double hybrid_gb = -1;     // --hybrid-gb X (GroupedLaunch::hybrid_min_bytes / 1e9)
   double hybrid_share = -1;  // --hybrid-share X (GroupedLaunch::hybrid_min_share)
 
@@ -180,6 +183,7 @@ struct LaunchOverrides {
     if (hybrid_pdl >= 0) l.hybrid_pdl = hybrid_pdl == 1;
     if (pdl_light >= 0) l.pdl_light = pdl_light == 1;
     if (split_k >= 0) l.hybrid_split_k = split_k == 1;
+    if (hquant >= 0) l.wgmma_hquant = hquant == 1;
     if (hybrid_gb >= 0) l.hybrid_min_bytes = hybrid_gb * 1e9;
     if (hybrid_share >= 0) l.hybrid_min_share = hybrid_share;
     return l;
@@ -240,6 +244,7 @@ int parse_launch_flag(const std::string& a, const std::string& v, LaunchOverride
                 : a == "--hybrid-pdl" ? &o->hybrid_pdl
                 : a == "--pdl-light"  ? &o->pdl_light
                 : a == "--split-k"    ? &o->split_k
+                : a == "--hquant"     ? &o->hquant
                                       : nullptr;
   if (flag01 == nullptr) return 0;
   if (v != "0" && v != "1") {

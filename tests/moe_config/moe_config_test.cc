@@ -307,6 +307,21 @@ TEST(MoeConfig, Fp8ActivationScratch) {
   GroupedLaunch hybrid{.nb = 2, .wgmma_min_tokens = 48, .fp8_act = true};
   EXPECT_GT(grouped_fp8_act_bytes(hybrid, GroupedFmt::kFp8Block, 48, D, I, KS), 0);
   EXPECT_EQ(grouped_fp8_act_bytes(hybrid, GroupedFmt::kFp8Block, 47, D, I, KS), 0);
+  // h quantized in gate_up's epilogue (wgmma_hquant, the default): the hybrid's codes and scales
+  // follow x's region (x's scales 16-byte rounded); without it the region is shared.
+  EXPECT_TRUE(hybrid.wgmma_hquant);
+  const int64_t x_region = (big + 15) / 16 * 16 + (big / 128 * 4 + 15) / 16 * 16;
+  EXPECT_EQ(grouped_fp8_h_offset(T, D, I, KS), x_region);
+  EXPECT_EQ(grouped_fp8_act_bytes(hybrid, GroupedFmt::kFp8Block, T, D, I, KS),
+            x_region + T * KS * I + T * KS * I / 128 * 4);
+  GroupedLaunch hybrid_apart = hybrid;
+  hybrid_apart.wgmma_hquant = false;
+  EXPECT_EQ(grouped_fp8_act_bytes(hybrid_apart, GroupedFmt::kFp8Block, T, D, I, KS),
+            (big + 15) / 16 * 16 + big / 128 * 4);
+  // ... and the tc launch's go to h's scratch (T * KS * I 16-bit values), which holds them.
+  for (int64_t i : {128, 256, 2048})
+    for (int64_t tk : {1, 7, 300, 65536})
+      EXPECT_LE((tk * i + 15) / 16 * 16 + tk * i / 128 * 4, tk * i * 2) << tk << " x " << i;
   GroupedLaunch streaming{.nb = 2, .fp8_act = true};  // no warpgroup-MMA GEMM at all
   EXPECT_EQ(grouped_fp8_act_bytes(streaming, GroupedFmt::kFp8Block, T, D, I, KS), 0);
 }

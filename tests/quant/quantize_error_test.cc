@@ -90,6 +90,45 @@ TEST(Fp8BlockQuantize, ErrorWithinHalfAnUlpPerTileIncludingPartialEdges) {
   EXPECT_EQ(std::fabs(quant::fp8_e4m3_to_f32(q[3])), 448.f);
 }
 
+// The activation rule (per row and block, codes of v * (448 / amax)): the same scales as the
+// division rule, codes equal to it except within an ulp of an E4M3 rounding boundary (then one
+// code apart), the block's largest magnitude exactly +-448, an all-zero block scale 1 and codes 0,
+// and a partial last block.
+TEST(Fp8ActBlockQuantize, MultiplyRuleMatchesTheDivisionRule) {
+  const int64_t R = 40, K = 300, B = 128;  // blocks per row: 128, 128, 44
+  std::vector<float> x = random_matrix(R, K, 7);
+  for (int64_t r = 0; r < R; ++r)  // magnitudes 1e-3 .. 1e3 from row to row
+    for (int64_t k = 0; k < K; ++k) x[r * K + k] *= std::pow(10.f, -3.f + 6.f * r / (R - 1));
+  for (int64_t k = 128; k < 256; ++k) x[5 * K + k] = 0.f;  // an all-zero block
+  std::vector<uint8_t> q(R * K), qd(R * K);
+  std::vector<float> s(R * 3), sd(R * 3);
+  quant::fp8_act_block_quantize(x.data(), R, K, B, q.data(), s.data());
+  int64_t same = 0, one_apart = 0;
+  for (int64_t r = 0; r < R; ++r) {
+    quant::fp8_block_quantize(x.data() + r * K, 1, K, B, qd.data() + r * K, sd.data() + r * 3);
+    for (int64_t b = 0; b < 3; ++b) {
+      EXPECT_EQ(s[r * 3 + b], sd[r * 3 + b]) << r << "," << b;
+      float amax = 0.f;
+      int64_t at = -1;
+      for (int64_t k = b * B; k < std::min(K, (b + 1) * B); ++k)
+        if (std::fabs(x[r * K + k]) > amax) amax = std::fabs(x[r * K + k]), at = k;
+      if (at >= 0) {
+        EXPECT_EQ(std::fabs(quant::fp8_e4m3_to_f32(q[r * K + at])), 448.f) << r;
+      }
+    }
+    for (int64_t k = 0; k < K; ++k) {
+      const uint8_t a = q[r * K + k], d = qd[r * K + k];
+      same += a == d;
+      // same sign, magnitude codes adjacent (E4M3 codes are ordered by magnitude)
+      one_apart += a != d && (a & 0x80) == (d & 0x80) && std::abs((a & 0x7f) - (d & 0x7f)) == 1;
+    }
+  }
+  EXPECT_EQ(same + one_apart, R * K);
+  EXPECT_GE(same, R * K * 999 / 1000);
+  EXPECT_EQ(s[5 * 3 + 1], 1.f);
+  for (int64_t k = 128; k < 256; ++k) EXPECT_EQ(q[5 * K + k], 0) << k;
+}
+
 TEST(Nvfp4Quantize, AllZeroMatrixKeepsFiniteScales) {
   std::vector<float> w(32, 0.f);
   uint8_t packed[16], scale[2];

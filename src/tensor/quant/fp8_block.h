@@ -20,6 +20,14 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 void fp8_block_quantize(const float* w, int64_t N, int64_t K, int64_t block, uint8_t* q,
                         float* scale_inv);
 
+// Activations (the FP8 warpgroup-MMA GEMM's x and h rows, on the device): per row and block of
+// `block` values, scale = amax / 448 (1 for an all-zero block) as above, but codes of v * (448 /
+// amax): one division per block and a multiply per value instead of a division per value (the
+// codes may differ from fp8_block_quantize's where v / scale falls within an ulp of an E4M3
+// rounding boundary). x [rows, K]; q rows * K codes, scale rows * ceil(K / block).
+void fp8_act_block_quantize(const float* x, int64_t rows, int64_t K, int64_t block, uint8_t* q,
+                            float* scale);
+
 // Dequantizes row n: `q_row` its K codes, `scale_row` the scale_inv row n / block.
 inline void fp8_block_dequantize_row(const uint8_t* q_row, const float* scale_row, int64_t K,
                                      int64_t block, float* out) {

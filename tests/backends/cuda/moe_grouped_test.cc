@@ -337,7 +337,7 @@ class MoeGroupedTest : public ::testing::Test {
     auto e4m3 = [](const float* v, int64_t n, float* out) {  // per 128: codes, back to f32
       std::vector<uint8_t> q(n);
       std::vector<float> sc(n / 128);
-      quant::fp8_block_quantize(v, 1, n, 128, q.data(), sc.data());
+      quant::fp8_act_block_quantize(v, 1, n, 128, q.data(), sc.data());
       quant::fp8_block_dequantize_row(q.data(), sc.data(), n, 128, out);
     };
     const int64_t E = static_cast<int64_t>(mats.size()) / 3;
@@ -765,6 +765,59 @@ TEST_F(MoeGroupedTest, WarpgroupMmaTmaIsBitIdentical) {
   prepare_ = false;
 }
 
+// h quantized to E4M3 in the warpgroup-MMA gate_up's epilogue (GroupedLaunch::wgmma_hquant,
+// epilogue_hq) against the moe_quant_rows launch: the same bits in every FP8 gate_up kernel that
+// runs it: the 256-thread kernel with cp.async and TMA weights, the warp-specialized one (whole
+// tiles, and the NARROW instance whose two warpgroups each hold half of a token's 128 columns and
+// combine their amax in shared memory), the 2-CTA pairs (both instances), and the hybrid (h's codes
+// in q after x's; with its split-K gate_up). Scratch is poisoned, so codes the epilogue failed to
+// write reach y as garbage.
+TEST_F(MoeGroupedTest, FusedHQuantIsBitIdentical) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  const Launch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+  const Launch hy{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+  struct Case {
+    const char* what;
+    int64_t T, D, I, E, K;
+    Routing r;
+    Launch l;
+    bool tma, ws, pairs;
+    int narrow;
+  };
+  const Case cases[] = {
+      {"256-thread", 300, 256, 128, 8, 2, Routing::kRandom, tc, false, false, false, 0},
+      {"256-thread TMA", 1000, 256, 128, 64, 3, Routing::kRandom, tc, true, false, false, 0},
+      {"ws", 400, 768, 512, 4, 2, Routing::kRandom, tc, true, true, false, 0},
+      {"ws narrow", 300, 256, 128, 8, 2, Routing::kRandom, tc, true, true, false, 1},
+      {"ws narrow, one expert", 77, 384, 256, 8, 3, Routing::kOne, tc, true, true, false, 1},
+      {"pairs", 700, 512, 256, 4, 2, Routing::kOne, tc, true, false, true, 0},
+      {"pairs narrow", 1000, 512, 256, 64, 3, Routing::kRandom, tc, true, false, true, 1},
+      {"hybrid", 200, 256, 128, 8, 2, Routing::kOne, hy, true, false, false, 0},
+      {"hybrid ws", 300, 384, 256, 8, 2, Routing::kRandom, hy, true, true, false, 0},
+      {"hybrid ws narrow", 200, 256, 128, 8, 2, Routing::kOne, hy, true, true, false, 1},
+      {"hybrid ws split-K", 100, 2048, 128, 2, 2, Routing::kOne, hy, true, true, false, 0},
+      {"hybrid ws narrow split-K", 60, 4096, 256, 4, 4, Routing::kOne, hy, true, true, false, 1}};
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (const Case& c : cases) {
+      Launch fused = c.l;
+      fused.wgmma_tma = c.tma;
+      fused.wgmma_ws = c.ws;
+      fused.wgmma_pairs = c.pairs;
+      fused.wgmma_narrow = c.narrow;
+      fused.wgmma_hquant = true;
+      Launch apart = fused;
+      apart.wgmma_hquant = false;
+      const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, apart);
+      const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, fused);
+      EXPECT_EQ(differing_floats(a, b), 0)
+          << c.what << ": T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+    }
+  }
+  prepare_ = false;
+}
+
 // The hybrid's gate_up split along k where its items fill less than half the GPU
 // (GroupedLaunch::hybrid_split_k; ws_split_count): FP8 on the warp-specialized kernel (E4M3,
 // tensor maps), FP8 on the 256-thread kernel with E4M3 (no ws) and with F16 activations, BF16 and
@@ -915,17 +968,17 @@ TEST_F(MoeGroupedTest, CudaOpsCanKeepF16Activations) {
   EXPECT_GT(rel_error(y8, y16), 1e-3) << "set_moe_fp8_activations(false) made no difference";
 }
 
-// The E4M3 activation quantization, bit for bit against quant::fp8_block_quantize per row: the
-// group kernel's x codes and scales, and moe_quant_rows over the rows of a tile list (other rows
-// untouched), with block magnitudes from 1e-2 to 1e2 and an all-zero block.
-TEST_F(MoeGroupedTest, Fp8ActivationQuantizationIsFp8BlockQuantize) {
+// The E4M3 activation quantization, bit for bit against quant::fp8_act_block_quantize per row:
+// the group kernel's x codes and scales, and moe_quant_rows over the rows of a tile list (other
+// rows untouched), with block magnitudes from 1e-2 to 1e2 and an all-zero block.
+TEST_F(MoeGroupedTest, Fp8ActivationQuantizationIsFp8ActBlockQuantize) {
   auto expect_rows = [&](const float* vals, int64_t rows, int64_t K, const uint8_t* q,
                          const float* qs, const char* what) {
     std::vector<uint8_t> wq(K);
     std::vector<float> ws(K / 128);
     int64_t bad = 0;
     for (int64_t r = 0; r < rows; ++r) {
-      quant::fp8_block_quantize(vals + r * K, 1, K, 128, wq.data(), ws.data());
+      quant::fp8_act_block_quantize(vals + r * K, 1, K, 128, wq.data(), ws.data());
       bad += std::memcmp(wq.data(), q + r * K, K) != 0 ||
              std::memcmp(ws.data(), qs + r * (K / 128), 4 * (K / 128)) != 0;
     }

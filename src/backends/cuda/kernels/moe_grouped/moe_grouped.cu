@@ -249,10 +249,17 @@ int64_t grouped_fp8_act_data_bytes(int64_t T, int64_t D, int64_t I, int64_t KS) 
   return (std::max(T * D, T * KS * I) + 15) / 16 * 16;
 }
 
+int64_t grouped_fp8_h_offset(int64_t T, int64_t D, int64_t I, int64_t KS) {
+  return grouped_fp8_act_data_bytes(T, D, I, KS) +
+         (std::max(T * D, T * KS * I) / 128 * 4 + 15) / 16 * 16;
+}
+
 int64_t grouped_fp8_act_bytes(const GroupedLaunch& l, GroupedFmt f, int64_t T, int64_t D, int64_t I,
                               int64_t KS) {
   const bool wgmma = l.wgmma || grouped_hybrid(l, T);
   if (!l.fp8_act || f != GroupedFmt::kFp8Block || !wgmma || T <= 0) return 0;
+  if (!l.wgmma && l.wgmma_hquant)  // the hybrid's fused h codes and scales after x's region
+    return grouped_fp8_h_offset(T, D, I, KS) + (T * KS * I + 15) / 16 * 16 + T * KS * I / 128 * 4;
   return grouped_fp8_act_data_bytes(T, D, I, KS) + std::max(T * D, T * KS * I) / 128 * 4;
 }
 

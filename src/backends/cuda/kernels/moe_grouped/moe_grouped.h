@@ -112,6 +112,12 @@ struct GroupedLaunch {
   // wgmma with both block scales applied per 128 k; false: F16 activations, weights dequantized
   // to F16 on the way to shared memory. moe_launch sets it for FP8 on sm_90a.
   bool fp8_act = false;
+  // With fp8_act: the warpgroup-MMA gate_up quantizes h to E4M3 in its epilogue (per token and
+  // 128-column block, moe_quant_rows' rule bit for bit: its 128 h columns are one CTA's item)
+  // instead of writing 16-bit h for a moe_quant_rows launch between the GEMMs. The codes go to h's
+  // scratch when every expert is on the warpgroup-MMA GEMM (l.wgmma), else (the hybrid) to a region
+  // of q after x's (grouped_fp8_h_offset).
+  bool wgmma_hquant = true;
   // NVFP4 ring with 8-token tiles (pipelined, nb 1): work items of two 16-row sub-blocks of each
   // matrix (down: 2 x 32 rows), one activation load per k-step for both (moe_gemm_pipe_kernel's
   // R = 2): 1 always, 0 never, -1 chosen per GEMM by run_grouped_experts (grouped_pipe_r2; a
@@ -203,7 +209,7 @@ struct MoeGroupParams {
   int tile_tokens = 8;  // tokens per tile
   void* xa = nullptr;   // out [T, D] bf16 / f16 (nullptr: not written; FP8 activations on wgmma)
   // FP8 activations (GroupedLaunch::fp8_act): out x as E4M3 [T, D] and f32 scales [T, D / 128]
-  // (fp8_block_quantize per row and 128 k), when set.
+  // (fp8_act_block_quantize per row and 128 k), when set.
   uint8_t* xq = nullptr;
   float* xq_scale = nullptr;
   int32_t* sorted_slot = nullptr;  // out [T*K]: slot (t*K+k) at each grouped position
@@ -308,6 +314,11 @@ struct MoeGemmParams {
   int64_t split_bytes = 0;
   int32_t* split_counters = nullptr;
   int32_t split_counters_cap = 0;
+  // gate_up on the FP8 warpgroup-MMA GEMM with GroupedLaunch::wgmma_hquant: h leaves as E4M3
+  // codes [rows, N] at hq and f32 scales [rows, N / 128] at hq_scale (rows: grouped positions)
+  // instead of 16-bit h in out. null: 16-bit h.
+  uint8_t* hq = nullptr;
+  float* hq_scale = nullptr;
 };
 
 // Stream-K workspace of a grouped call with launch `l` (all zero unless pipelined): one counter
@@ -429,13 +440,16 @@ int grouped_hybrid_min_share(const GroupedLaunch& l);
 // Bytes of GroupedScratch::q a call needs: 0 unless launch `l` runs FP8 experts on the
 // warpgroup-MMA GEMM with FP8 activations (l.fp8_act, and l.wgmma or the hybrid at T tokens); then
 // the larger of x [T, D] and h [T*KS, I] as E4M3 codes (grouped_fp8_act_data_bytes, 16-byte
-// rounded), followed by their f32 scales per 128 k.
+// rounded), followed by their f32 scales per 128 k; for the hybrid with l.wgmma_hquant, then h's
+// codes of the fused quantization [T*KS, I] from grouped_fp8_h_offset and their f32 scales after
+// them, 16-byte rounded (gate_up writes those while x's codes are still being read).
 int64_t grouped_fp8_act_data_bytes(int64_t T, int64_t D, int64_t I, int64_t KS);
+int64_t grouped_fp8_h_offset(int64_t T, int64_t D, int64_t I, int64_t KS);
 int64_t grouped_fp8_act_bytes(const GroupedLaunch& l, GroupedFmt f, int64_t T, int64_t D, int64_t I,
                               int64_t KS);
 // q / qs <- h rows (16-bit F16, [*, I]) of the tiles in a tile list (grouped positions pos0 ..
 // pos0 + cnt - 1 of each of the *num_tiles tiles), as E4M3 codes and f32 scales per 128 k
-// (fp8_block_quantize per row); the other rows are left alone. I % 128 == 0. At most max_tiles.
+// (fp8_act_block_quantize per row); the other rows are left alone. I % 128 == 0. At most max_tiles.
 void launch_moe_quant_rows(const void* h, int64_t I, const int32_t* tiles, const int32_t* num_tiles,
                            int64_t max_tiles, uint8_t* q, float* qs, int sm_count, Stream stream,
                            bool pdl = false);

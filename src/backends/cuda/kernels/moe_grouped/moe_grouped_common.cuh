@@ -151,9 +151,10 @@ __device__ __forceinline__ uint16_t act_bits(float v, bool f16) {
 }
 
 // FP8 activations: one (row, 128 k) block, 8 values per lane over 16 consecutive lanes (gl =
-// lane % 16; `mask` holds those 16 lanes, all active): E4M3 codes of v / s (round to nearest even,
-// saturated), s = amax / 448 (1 for an all-zero block): quant::fp8_block_quantize's rule, bit for
-// bit. Lane gl writes its 8 codes at q + 8 gl, lane 0 of the 16 the scale.
+// lane % 16; `mask` holds those 16 lanes, all active): s = amax / 448 (1 for an all-zero block),
+// E4M3 codes of v * (448 / amax) (round to nearest even, saturated):
+// quant::fp8_act_block_quantize's rule, bit for bit. Lane gl writes its 8 codes at q + 8 gl, lane 0
+// of the 16 the scale.
 __device__ __forceinline__ void quant_e4m3_block(const float (&v)[8], uint8_t* q, float* scale,
                                                  int gl, unsigned mask) {
   float amax = 0.f;
@@ -161,11 +162,12 @@ __device__ __forceinline__ void quant_e4m3_block(const float (&v)[8], uint8_t* q
   for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
 #pragma unroll
   for (int o = 8; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(mask, amax, o));
-  const float s = amax > 0.f ? amax / 448.f : 1.f;
+  const float s = amax > 0.f ? amax / 448.f : 1.f, inv = amax > 0.f ? 448.f / amax : 1.f;
   uint32_t w[2] = {0u, 0u};
 #pragma unroll
-  for (int i = 0; i < 8; ++i)
-    w[i / 4] |= static_cast<uint32_t>(__nv_cvt_float_to_fp8(v[i] / s, __NV_SATFINITE, __NV_E4M3))
+  for (int i = 0; i < 8; i += 2)
+    w[i / 4] |= static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(
+                    make_float2(v[i] * inv, v[i + 1] * inv), __NV_SATFINITE, __NV_E4M3))
                 << (8 * (i % 4));
   *reinterpret_cast<uint2*>(q + 8 * gl) = make_uint2(w[0], w[1]);
   if (gl == 0) *scale = s;

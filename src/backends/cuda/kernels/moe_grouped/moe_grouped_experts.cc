@@ -259,11 +259,15 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     gp.big_tiles = s.tiles + 4 * gp.max_tiles;
     gp.num_big = s.num_tiles + 1;
   }
-  // FP8 activations for the warpgroup-MMA GEMM: x quantized by the group kernel, h by
-  // moe_quant_rows after gate_up (into the same buffer: x is no longer needed then).
+  // FP8 activations for the warpgroup-MMA GEMM: x quantized by the group kernel; h in gate_up's
+  // epilogue (GroupedLaunch::wgmma_hquant: into h's scratch, unused otherwise when every expert is
+  // on the warpgroup-MMA GEMM, else after x's region of q), or by moe_quant_rows after gate_up
+  // (into x's region: x is no longer needed then).
   const bool f8 = grouped_fp8_act_bytes(l, ge.fmt, T, ge.D, ge.I, KS) > 0;
   uint8_t* q = nullptr;
   float* qs = nullptr;
+  uint8_t* hq = nullptr;  // h's E4M3 codes and scales for down (q, qs without wgmma_hquant)
+  float* hqs = nullptr;
   if (f8) {
     MOE_CHECK(s.q != nullptr && reinterpret_cast<uintptr_t>(s.q) % 16 == 0)
         << "moe_experts: FP8 activations need GroupedScratch::q (grouped_fp8_act_bytes, 16-byte "
@@ -273,6 +277,13 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     gp.xq = q;
     gp.xq_scale = qs;
     if (l.wgmma) gp.xa = nullptr;  // every expert's GEMMs read xq: no 16-bit copy of x
+    hq = q, hqs = qs;
+    if (l.wgmma_hquant) {
+      MOE_CHECK(reinterpret_cast<uintptr_t>(s.h) % 16 == 0)
+          << "moe_experts: GroupedScratch::h must be 16-byte aligned";
+      hq = l.wgmma ? static_cast<uint8_t*>(s.h) : q + grouped_fp8_h_offset(T, ge.D, ge.I, KS);
+      hqs = reinterpret_cast<float*>(hq + (T * KS * ge.I + 15) / 16 * 16);
+    }
   }
   // 2-CTA clusters sharing weight tiles (GroupedLaunch::wgmma_pairs): the list holds pair units.
   const bool pairs = f8 && l.wgmma && !hybrid && l.wgmma_tma && l.wgmma_pairs &&
@@ -349,8 +360,9 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     p.tiles = wg_tiles;  // the warpgroup-MMA GEMM, on FP8 activations when f8
     p.num_tiles = wg_num;
     if (f8) {
-      p.act = q;
-      p.act_scale = qs;
+      p.act = p.gate_up ? q : hq;
+      p.act_scale = p.gate_up ? qs : hqs;
+      if (p.gate_up && l.wgmma_hquant) p.hq = hq, p.hq_scale = hqs;
       if (l.wgmma_tma && ge.tmaps != nullptr) {  // [gate E][up E][down E] maps
         p.tmap = static_cast<const uint8_t*>(ge.tmaps) + (p.gate_up ? 0 : 2 * ge.E * 128);
         p.tmap_e = ge.E;
@@ -364,6 +376,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // launch says; the count only for launches whose kernel has them).
   GroupedLaunch lg = l, ld = l;
   lg.pdl = l.pdl || l.pdl_light;  // gate_up after the grouping kernel (pdl_light)
+  // The hybrid with h quantized in the warpgroup-MMA gate_up's epilogue: the streaming down
+  // follows that launch directly (no moe_quant_rows between them), and with PDL its early CTAs
+  // cost uniform / zipf decode 1-3% (H200, session 31: TP8 uniform T 128 359.7 -> 351.0 us
+  // without; hot experts level to 2.7% slower). So it waits for the warpgroup-MMA launch.
+  if (hybrid && f8 && l.wgmma_hquant) ld.pdl = false;
   if (l.pipe_r2 < 0 && grouped_pipe_r2_kernel(l, ge.fmt)) {
     const double tiles = grouped_expected_tiles(T, KS, ge.E, ge.shared, gp.tile_tokens);
     lg.pipe_r2 = grouped_pipe_r2(l, ge.fmt, ge.I, true, tiles);
@@ -377,7 +394,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   p1.split_counters = split_counters;
   p1.split_counters_cap = split_cap;
   gemm(p1, lg, s.sk_counters);
-  if (f8)  // h rows of the warpgroup-MMA tiles -> E4M3 (x's codes are no longer needed)
+  if (f8 && !l.wgmma_hquant)  // h rows of the warpgroup-MMA tiles -> E4M3 (x's codes are done)
     launch_moe_quant_rows(s.h, ge.I, wg_tiles, wg_num, list_tiles(T * KS, ge.E, kGroupedBigTile), q,
                           qs, l.sm_count, stream, lb.pdl);
   MoeGemmParams p2 = ge.down;

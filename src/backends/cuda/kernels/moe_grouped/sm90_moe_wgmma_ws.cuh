@@ -274,6 +274,11 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     int stage = 0;
     uint32_t fphase = 0;
     __shared__ int split_last;  // whether this CTA adds up the item's partial sums
+    // gate_up with h quantized in the epilogue (p.hq), narrow tiles: the warpgroups' amax per
+    // token (epilogue_hq), two buffers used in turn (a warpgroup can reach the next narrow
+    // epilogue's writes only after the other one passed this one's barrier).
+    __shared__ float hq_x[2][2 * 64];
+    int hq_turn = 0;
     for (int unit = first; unit < n_units; unit += stride) {
       const int item = unit / S;
       const WsItem w = ws_item<PAIRS>(p, item, n_blocks, rank);
@@ -336,8 +341,10 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
           for (int i = 0; i < BN / 2; ++i) acc[i] += __ldcg(pr + i * 256 + ct);
         }
       }
-      epilogue<GroupedFmt::kFp8Block, BN, GU, true>(p, w.e, w.pos0, w.cnt, w.nblk, acc,
-                                                    t0 + wq * 16 + g, c, narrow ? 5u << wg : 0xFu);
+      float* xchg = nullptr;
+      if (GU && narrow && p.hq != nullptr) xchg = hq_x[hq_turn++ & 1];
+      epilogue<GroupedFmt::kFp8Block, BN, GU, true>(
+          p, w.e, w.pos0, w.cnt, w.nblk, acc, t0 + wq * 16 + g, c, narrow ? 5u << wg : 0xFu, xchg);
     }
   }
   if constexpr (PAIRS) cluster_sync();  // no arrival or multicast reaches an exited CTA
