@@ -1,0 +1,114 @@
+// moe_bench's launch flags: overrides of the GroupedLaunch that moe_launch chooses (--f8act,
+// --pdl, --hybrid-min, ...), parsed from the command line and from --ab's string alike.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
+
+namespace moe::bench {
+
+using cuda::GroupedLaunch;
+
+// Overrides of the launch moe_launch chooses (-1: its choice / the launch's default).
+struct LaunchOverrides {
+  int f8act = -1;            // --f8act 0|1
+  int r2 = -1;               // --r2 0|1 (-1: run_grouped_experts' choice)
+  int two_step = -1;         // --two-step 0|1
+  int tma = -1;              // --tma 0|1
+  int ws = -1;               // --ws 0|1
+  int pairs = -1;            // --pairs 0|1
+  int narrow = -1;           // --narrow 0|1 (-1: chosen per call)
+  int pdl = -1;              // --pdl 0|1
+  int hybrid_min = -1;       // --hybrid-min N (0: no hybrid)
+  int hybrid_pdl = -1;       // --hybrid-pdl 0|1
+  int pdl_light = -1;        // --pdl-light 0|1
+  int split_k = -1;          // --split-k 0|1
+  int hquant = -1;           // --hquant 0|1
+  double hybrid_gb = -1;     // --hybrid-gb X (GroupedLaunch::hybrid_min_bytes / 1e9)
+  double hybrid_share = -1;  // --hybrid-share X (GroupedLaunch::hybrid_min_share)
+
+  // The launch with these overrides (--hybrid-min only where moe_launch gave the launch a
+  // hybrid: sm_90).
+  GroupedLaunch apply(GroupedLaunch l) const {
+    if (f8act >= 0) l.fp8_act = f8act == 1;
+    l.pipe_r2 = r2;
+    if (two_step >= 0) l.pipe_two_step = two_step == 1;
+    if (tma >= 0) l.wgmma_tma = tma == 1;
+    if (ws >= 0) l.wgmma_ws = ws == 1;
+    if (pairs >= 0) l.wgmma_pairs = pairs == 1;
+    if (narrow >= 0) l.wgmma_narrow = narrow;
+    if (pdl >= 0) l.pdl = pdl == 1;
+    if (hybrid_min >= 0 && l.wgmma_min_tokens > 0) l.wgmma_min_tokens = hybrid_min;
+    if (hybrid_pdl >= 0) l.hybrid_pdl = hybrid_pdl == 1;
+    if (pdl_light >= 0) l.pdl_light = pdl_light == 1;
+    if (split_k >= 0) l.hybrid_split_k = split_k == 1;
+    if (hquant >= 0) l.wgmma_hquant = hquant == 1;
+    if (hybrid_gb >= 0) l.hybrid_min_bytes = hybrid_gb * 1e9;
+    if (hybrid_share >= 0) l.hybrid_min_share = hybrid_share;
+    return l;
+  }
+};
+// A number in [0, hi] for `flag` (value `v`) into *out; false (with a message saying what is
+// expected) otherwise.
+inline bool parse_in_range(const std::string& flag, const std::string& v, double hi, const char* what,
+                    double* out) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !(x >= 0) || x > hi) {
+    std::fprintf(stderr, "%s %s: expected %s\n", flag.c_str(), v.c_str(), what);
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
+// One launch flag (LaunchOverrides) `a` with value `v` into *o: 1 when taken, 0 when `a` is not a
+// launch flag, -1 for a bad value (with a message saying what is expected).
+inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchOverrides* o) {
+  if (a == "--hybrid-min") {
+    char* end = nullptr;
+    const long n = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || n < 0 || n > (1L << 30)) {
+      std::fprintf(stderr, "--hybrid-min %s: expected a token count >= 0 (0: no hybrid)\n",
+                   v.c_str());
+      return -1;
+    }
+    o->hybrid_min = static_cast<int>(n);
+    return 1;
+  }
+  if (a == "--hybrid-gb")
+    return parse_in_range(a, v, 1e6, "GB >= 0 (0: the hybrid whenever an expert qualifies)",
+                          &o->hybrid_gb)
+               ? 1
+               : -1;
+  if (a == "--hybrid-share")
+    return parse_in_range(a, v, 1, "a share in 0..1 (0: only the --hybrid-gb bound)",
+                          &o->hybrid_share)
+               ? 1
+               : -1;
+  int* flag01 = a == "--f8act"        ? &o->f8act
+                : a == "--r2"         ? &o->r2
+                : a == "--two-step"   ? &o->two_step
+                : a == "--tma"        ? &o->tma
+                : a == "--ws"         ? &o->ws
+                : a == "--pairs"      ? &o->pairs
+                : a == "--narrow"     ? &o->narrow
+                : a == "--pdl"        ? &o->pdl
+                : a == "--hybrid-pdl" ? &o->hybrid_pdl
+                : a == "--pdl-light"  ? &o->pdl_light
+                : a == "--split-k"    ? &o->split_k
+                : a == "--hquant"     ? &o->hquant
+                                      : nullptr;
+  if (flag01 == nullptr) return 0;
+  if (v != "0" && v != "1") {
+    std::fprintf(stderr, "%s %s: expected 0 or 1\n", a.c_str(), v.c_str());
+    return -1;
+  }
+  *flag01 = v == "1";
+  return 1;
+}
+
+}  // namespace moe::bench
