@@ -27,6 +27,7 @@ struct LaunchOverrides {
   int pdl_light = -1;        // --pdl-light 0|1
   int split_k = -1;          // --split-k 0|1
   int hquant = -1;           // --hquant 0|1
+  int nvf8 = -1;             // --nvf8 0|1 (1: NVFP4 computed in FP8, with FP8 activations)
   double hybrid_gb = -1;     // --hybrid-gb X (GroupedLaunch::hybrid_min_bytes / 1e9)
   double hybrid_share = -1;  // --hybrid-share X (GroupedLaunch::hybrid_min_share)
 
@@ -46,6 +47,10 @@ struct LaunchOverrides {
     if (pdl_light >= 0) l.pdl_light = pdl_light == 1;
     if (split_k >= 0) l.hybrid_split_k = split_k == 1;
     if (hquant >= 0) l.wgmma_hquant = hquant == 1;
+    if (nvf8 >= 0) {
+      l.nvfp4_f8 = nvf8 == 1;
+      if (nvf8 == 1) l.fp8_act = true;
+    }
     if (hybrid_gb >= 0) l.hybrid_min_bytes = hybrid_gb * 1e9;
     if (hybrid_share >= 0) l.hybrid_min_share = hybrid_share;
     return l;
@@ -53,8 +58,8 @@ struct LaunchOverrides {
 };
 // A number in [0, hi] for `flag` (value `v`) into *out; false (with a message saying what is
 // expected) otherwise.
-inline bool parse_in_range(const std::string& flag, const std::string& v, double hi, const char* what,
-                    double* out) {
+inline bool parse_in_range(const std::string& flag, const std::string& v, double hi,
+                           const char* what, double* out) {
   char* end = nullptr;
   const double x = std::strtod(v.c_str(), &end);
   if (v.empty() || *end != '\0' || !(x >= 0) || x > hi) {
@@ -101,6 +106,7 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
                 : a == "--pdl-light"  ? &o->pdl_light
                 : a == "--split-k"    ? &o->split_k
                 : a == "--hquant"     ? &o->hquant
+                : a == "--nvf8"       ? &o->nvf8
                                       : nullptr;
   if (flag01 == nullptr) return 0;
   if (v != "0" && v != "1") {

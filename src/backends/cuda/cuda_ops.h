@@ -49,7 +49,9 @@ class CudaOps final : public ops::Ops {
   }
   // FP8 block-128 experts on the warpgroup-MMA GEMM take E4M3 activations per (row, 128 k)
   // (GroupedLaunch::fp8_act, faster prefill; the default) or F16 ones (false: closer to the f32
-  // reference). Set between steps, like the tune cache.
+  // reference); so do NVFP4 experts on the warpgroup-MMA launch, their weights then rounded to
+  // E4M3 too (GroupedLaunch::nvfp4_f8; false: F16 weights and activations). Set between steps,
+  // like the tune cache.
   void set_moe_fp8_activations(bool on) { moe_fp8_act_ = on; }
   // Reads a tune cache for device `d` (host only, no GPU needed). Errors (missing file, not
   // JSON, a version other than 1, bad fields) say what to do; `warnings` gets a line per entry

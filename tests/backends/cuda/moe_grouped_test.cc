@@ -319,15 +319,33 @@ class MoeGroupedTest : public ::testing::Test {
     return got;
   }
 
+  // NVFP4 weights as the E4M3 kernel computes them (GroupedLaunch::nvfp4_f8): value * block scale
+  // * 2^-3 (exact in f32) rounded to E4M3, times 8 * global scale.
+  static void nvfp4_as_e4m3_row(const uint8_t* codes, const uint8_t* scale, float gs, int64_t K,
+                                float* out) {
+    for (int64_t k = 0; k < K; ++k) {
+      const uint8_t c = k % 2 ? codes[k / 2] >> 4 : codes[k / 2] & 0xF;
+      const float v = quant::e2m1_to_f32(c) * quant::fp8_e4m3_to_f32(scale[k / 16]) * 0.125f;
+      out[k] = quant::fp8_e4m3_to_f32(quant::f32_to_fp8_e4m3(v)) * 8.f * gs;
+    }
+  }
+
   // What the FP8-activation path computes, on the host (every expert on the E4M3 kernel, no
   // shared expert): x rows to E4M3 per 128 k (quant::fp8_block_quantize), gate / up with the
-  // dequantized FP8 weights (f64 sums), h = silu(g) * u rounded to F16 (saturated) and then to
-  // E4M3 per 128 k, down, y = sum of weight * out over a token's slots.
+  // dequantized FP8 weights (NVFP4: nvfp4_as_e4m3_row; f64 sums), h = silu(g) * u rounded to F16
+  // (saturated) and then to E4M3 per 128 k, down, y = sum of weight * out over a token's slots.
   static Tensor fp8_act_emulated(const Tensor& x, const std::vector<int32_t>& ids,
                                  const Tensor& wts, const std::vector<Mat>& mats, int64_t T,
                                  int64_t D, int64_t I, int64_t K) {
     auto deq = [](const Mat& m, int64_t N, int64_t Kd) {
       std::vector<float> w(N * Kd);
+      if (m.host.format == ops::WeightFormat::kNvfp4) {  // NVFP4 computed in FP8
+        for (int64_t n = 0; n < N; ++n)
+          nvfp4_as_e4m3_row(m.data.data<uint8_t>() + n * Kd / 2,
+                            m.scale.data<uint8_t>() + n * Kd / 16, m.host.global_scale, Kd,
+                            w.data() + n * Kd);
+        return w;
+      }
       for (int64_t n = 0; n < N; ++n)
         quant::fp8_block_dequantize_row(m.data.data<uint8_t>() + n * Kd,
                                         m.scale.data<float>() + (n / 128) * ((Kd + 127) / 128), Kd,
@@ -624,6 +642,14 @@ TEST_F(MoeGroupedTest, WarpgroupMmaSmall) {
       l.wgmma_ws = true;
       check(Fmt::kFp8, T, 512, 256, 8, 3, Routing::kRandom, l);
     }
+  // NVFP4 computed in FP8 (the warp-specialized kernel whose producer dequantizes), both instances.
+  for (int narrow : {0, 1})
+    for (int64_t T : {77, 300}) {
+      Launch l{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+      l.nvfp4_f8 = true;
+      l.wgmma_narrow = narrow;
+      check(Fmt::kNvfp4, T, 512, 256, 8, 3, Routing::kRandom, l);
+    }
   // The hybrid on the warp-specialized kernel (moe_launch's choice on sm_90), its narrow instance
   // by grouped_hybrid_narrow's default: T 60 (every big tile <= 64 tokens: narrow) and T 200.
   for (int64_t T : {60, 200}) {
@@ -682,6 +708,41 @@ TEST_F(MoeGroupedTest, Fp8ActivationsOnTheWarpgroupMma) {
       "emulation %.2e (tolerance %.0e)\n",
       max_f8_err_, kTolFp8Act, max_f8_emulated_err_, kTolFp8ActEmulated);
   EXPECT_GT(f8_emulated_checks_, 0) << "no case was checked against the emulation";
+}
+
+// NVFP4 experts computed in FP8 (GroupedLaunch::nvfp4_f8: the warp-specialized kernel whose
+// producer dequantizes the weights to E4M3): against the reference and against the host emulation
+// of its roundings (check), row-major and packed weights, the narrow instance and the full one,
+// several items per CTA, partial tiles, all tokens on few experts; D % 256 != 0 (down not on
+// 256-row CTAs) keeps the F16 kernel. The F16 run of a case must differ (the flag is not ignored).
+TEST_F(MoeGroupedTest, Nvfp4ComputedInFp8) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  Launch l{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+  l.nvfp4_f8 = true;
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (int narrow : {0, 1}) {
+      l.wgmma_narrow = narrow;
+      for (int64_t T : {1, 45, 300, 1000})
+        check(Fmt::kNvfp4, T, 512, 256, 8, 3, Routing::kRandom, l);
+      check(Fmt::kNvfp4, 300, 256, 128, 8, 1, Routing::kOne, l);
+      check(Fmt::kNvfp4, 3000, 768, 384, 16, 4, Routing::kRandom, l);
+    }
+    l.wgmma_narrow = -1;
+    check(Fmt::kNvfp4, 77, 384, 256, 8, 3, Routing::kOne, l);  // down on the F16 kernel
+  }
+  prepare_ = true;
+  const Tensor y8 = check(Fmt::kNvfp4, 400, 768, 512, 4, 2, Routing::kRandom, l);
+  Launch f16 = l;
+  f16.nvfp4_f8 = false;
+  const Tensor y16 = check(Fmt::kNvfp4, 400, 768, 512, 4, 2, Routing::kRandom, f16);
+  prepare_ = false;
+  EXPECT_GT(rel_error(y8, y16), 1e-3) << "nvfp4_f8 made no difference";
+  EXPECT_GT(f8_emulated_checks_, 0) << "no case was checked against the emulation";
+  std::printf(
+      "NVFP4 in FP8: largest error %.4f (tolerance %.2f); against the emulation %.2e / rms %.2e\n",
+      max_f8_err_, kTolFp8Act, max_f8_emulated_err_, max_f8_emulated_rms_);
 }
 
 // FP8 warpgroup-MMA GEMM with weight tiles by TMA (GroupedLaunch::wgmma_tma; tensor maps of

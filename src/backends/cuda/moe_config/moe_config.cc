@@ -243,6 +243,14 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // hot8 176 / 172 -> 112 / 110, glm5 zipf1.5 T 56 1052 -> 961; where the gate streams everything
   // 1-5% slower (TP8 hot8 T 48 67.5 -> 71.5).
   l.fp8_act = f == GroupedFmt::kFp8Block && (l.wgmma || l.wgmma_min_tokens > 0);
+  // NVFP4 experts on the warpgroup-MMA launch (prefill) computed in FP8: the warp-specialized
+  // kernel's producer dequantizes the weights to E4M3, E4M3 activations (GroupedLaunch::nvfp4_f8;
+  // grouped_fp8_act_bytes keeps F16 where D % 256 != 0). NOTE: measured on the H200 (docs/perf.md,
+  // 2026-12-04 session 32; moe_bench --ab "--nvf8 1", uniform routing, whole layer): glm5 T 2048 /
+  // 4096 / 8192 4931 / 7641 / 12358 -> 4904 / 6920 / 11564 us, dsv3 T 4096 / 8192 8872 / 14293
+  // -> 8124 / 13385, TP8 T 4096 / 8192 1311 / 2191 -> 1129 / 1905, EP8 1175 / 1859 -> 1042 /
+  // 1676. Not for the hybrid's big tiles (their F16 kernel; not measured).
+  if (f == GroupedFmt::kNvfp4 && l.wgmma) l.fp8_act = l.nvfp4_f8 = true;
   // Programmatic dependent launch for FP8 from sm_90, except the warpgroup-MMA launch (prefill).
   // NOTE: measured on the H200 (docs/perf.md, 2026-12-02 session 19; the call's launches with and
   // without it, same routing, alternated): FP8 T 1..8 0.5-6% faster on glm5 / dsv3 / TP8 / EP8

@@ -79,7 +79,8 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
 // (GroupedLaunch::wgmma_min_tokens: the hybrid, decided per expert on the device). FP8 experts on
 // the warpgroup-MMA GEMM take E4M3 activations (GroupedLaunch::fp8_act): with a tc configuration,
 // and in the hybrid (from T 48), whose big tiles take the warp-specialized kernel
-// (GroupedLaunch::wgmma_ws; its narrow instance at T <= 64, grouped_hybrid_narrow).
+// (GroupedLaunch::wgmma_ws; its narrow instance at T <= 64, grouped_hybrid_narrow). NVFP4 experts
+// with a tc configuration are computed in FP8 (GroupedLaunch::nvfp4_f8, E4M3 activations).
 GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f,
                          int64_t T);
 // Calls of at most this many tokens run a shared expert of the routed shape inside the grouped

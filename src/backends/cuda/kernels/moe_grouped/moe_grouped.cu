@@ -257,7 +257,10 @@ int64_t grouped_fp8_h_offset(int64_t T, int64_t D, int64_t I, int64_t KS) {
 int64_t grouped_fp8_act_bytes(const GroupedLaunch& l, GroupedFmt f, int64_t T, int64_t D, int64_t I,
                               int64_t KS) {
   const bool wgmma = l.wgmma || grouped_hybrid(l, T);
-  if (!l.fp8_act || f != GroupedFmt::kFp8Block || !wgmma || T <= 0) return 0;
+  // NVFP4 in FP8: the warp-specialized kernel's 256-row CTAs (down: D % 256 == 0).
+  const bool fmt = f == GroupedFmt::kFp8Block ||
+                   (f == GroupedFmt::kNvfp4 && l.nvfp4_f8 && l.wgmma && D % 256 == 0);
+  if (!l.fp8_act || !fmt || !wgmma || T <= 0) return 0;
   if (!l.wgmma && l.wgmma_hquant)  // the hybrid's fused h codes and scales after x's region
     return grouped_fp8_h_offset(T, D, I, KS) + (T * KS * I + 15) / 16 * 16 + T * KS * I / 128 * 4;
   return grouped_fp8_act_data_bytes(T, D, I, KS) + std::max(T * D, T * KS * I) / 128 * 4;

@@ -316,9 +316,6 @@ __device__ __forceinline__ void cp_async16_l2(uint32_t dst, const void* src) {  
   asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src)
                : "memory");
 }
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
-}
 
 // Stream-K fix-up of a split item (segment s of warp sc.w, partial sums acc; stream_k.h for
 // contributors, slots and counters): every contributor stores its partial sums, then counts

@@ -173,9 +173,13 @@ __device__ __forceinline__ void quant_e4m3_block(const float (&v)[8], uint8_t* q
   if (gl == 0) *scale = s;
 }
 
-// cp.async: 16 bytes global -> shared (L2 only), groups, waits.
+// cp.async: 16 bytes global -> shared (L2 only), 4 bytes, groups, waits.
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+// 4 bytes (through L1).
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");

@@ -129,14 +129,32 @@ void launch_wgmma_f8(const MoeGemmParams& p, const GroupedLaunch& l, Stream stre
   launch_wgmma_f8_bn<128>(p, l, stream);
 }
 
+// NVFP4 weights with FP8 activations (GroupedLaunch::nvfp4_f8): the warp-specialized kernel whose
+// producer dequantizes the weights to E4M3 (moe_wgmma_f4ws_kernel), 256 weight rows per CTA.
+void launch_wgmma_f4(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  MOE_CHECK(p.Kd % 128 == 0 && (p.gate_up ? p.N % 128 : p.N % 256) == 0)
+      << "moe_wgmma_gemm (NVFP4 in FP8): K " << p.Kd << " must be a multiple of 128 and N " << p.N
+      << " of " << (p.gate_up ? 128 : 256);
+  MOE_CHECK(!p.pairs && p.tmap == nullptr && p.split_partials == nullptr)
+      << "moe_wgmma_gemm (NVFP4 in FP8): no pairs, tensor maps or split-K";
+  using wgmma_gemm::moe_wgmma_f4ws_kernel;
+  constexpr void (*k[2][2])(MoeGemmParams) = {
+      {moe_wgmma_f4ws_kernel<false, false>, moe_wgmma_f4ws_kernel<false, true>},
+      {moe_wgmma_f4ws_kernel<true, false>, moe_wgmma_f4ws_kernel<true, true>}};
+  launch_persistent(
+      k[p.gate_up][p.narrow], p, wgmma_gemm::kWsThreads, wgmma_gemm::kSmemBytesF4, l.sm_count, 1,
+      p.gate_up ? "moe_grouped/wgmma_f4ws_gate_up" : "moe_grouped/wgmma_f4ws_down", stream, l.pdl);
+}
+
 void launch_wgmma(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   MOE_CHECK(8 * l.nb == wgmma_gemm::kBM)
       << "moe_wgmma_gemm: " << 8 * l.nb << "-token tiles (supported: " << wgmma_gemm::kBM << ")";
   MOE_CHECK(!p.gate_up || p.N % 128 == 0)
       << "moe_wgmma_gemm: I " << p.N << " must be a multiple of 128";
   if (p.act_scale != nullptr) {
+    if (static_cast<GroupedFmt>(p.fmt) == GroupedFmt::kNvfp4) return launch_wgmma_f4(p, l, stream);
     MOE_CHECK(static_cast<GroupedFmt>(p.fmt) == GroupedFmt::kFp8Block)
-        << "moe_wgmma_gemm: FP8 activations need FP8 weights (format " << p.fmt << ")";
+        << "moe_wgmma_gemm: FP8 activations need FP8 or NVFP4 weights (format " << p.fmt << ")";
     MOE_CHECK(p.tmap == nullptr || (p.tmap_e > 0 && reinterpret_cast<uintptr_t>(p.tmap) % 64 == 0))
         << "moe_wgmma_gemm: tensor maps must be 64-byte aligned, with their expert count";
     return launch_wgmma_f8(p, l, stream);
@@ -177,6 +195,11 @@ int wgmma_regs() {
          kernel_regs(moe_wgmma_f8pair_kernel<false, true>),
          kernel_regs(moe_wgmma_f8ws_kernel<true, false, true>),
          kernel_regs(moe_wgmma_f8ws_kernel<true, true, true>)});
+  if constexpr (F == GroupedFmt::kNvfp4)
+    r = std::max({r, kernel_regs(moe_wgmma_f4ws_kernel<true>),
+                  kernel_regs(moe_wgmma_f4ws_kernel<false>),
+                  kernel_regs(moe_wgmma_f4ws_kernel<true, true>),
+                  kernel_regs(moe_wgmma_f4ws_kernel<false, true>)});
   return r;
 }
 

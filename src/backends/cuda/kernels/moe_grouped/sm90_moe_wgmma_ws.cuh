@@ -30,6 +30,18 @@
 // barriers of both), and the CTAs end together (cluster barrier) so that no arrival or multicast
 // targets a CTA that has exited. The token tiles are those of the 128-token list, so the results
 // are the same bits.
+//
+// NVFP4 computed in FP8 (F4, moe_wgmma_f4ws_kernel, GroupedLaunch::nvfp4_f8): the consumers are
+// those of the FP8 kernel on the same stage layout (the TMA tiles' 64-byte swizzle); the producer
+// warpgroup makes the weight tiles. Its threads copy each stage's NVFP4 codes (16 bytes per row
+// and 32 k) and their scale words by cp.async into a raw ring of their own (kF4RawStages deep,
+// two stages ahead, each thread reading back only its own copies after cp.async.wait_group),
+// dequantize them to f16 (value * scale * 2^-7, exact; grouped::dequant) and then to E4M3 of
+// value * scale * 2^-3 (x 16 exact in f16, one rounding: cvt.rn.satfinite), and store them into
+// the stage; each thread arrives on `full` once more after its stores. The weight block scale the
+// consumers apply is then 8 * the global scale (per matrix), the activations are E4M3 as for FP8
+// experts. Lossy: each weight rounded to 4 significant bits (e2m1 times e4m3 has up to 6), like
+// the FP8 activations. 3 stages of 48 KB + 3 raw stages of 20 KB.
 #pragma once
 
 #include <type_traits>
@@ -44,15 +56,29 @@ constexpr int kWsStages = 4;     // ring of [128 tokens + 256 rows] x 128 k (48 
 // Ring, then a `full` and an `empty` mbarrier per stage, + the alignment of the swizzle atoms.
 constexpr int kSmemBytesWs = kWsStages * kStageBytes<256> + 16 * kWsStages + 1024;
 static_assert(kSmemBytesWs <= 232448);
+// F4: 3 stages (as above) and 3 raw stages of NVFP4 codes (16 KB: 8 x 16 bytes per producer
+// thread) and scale words (4 KB).
+constexpr int kF4Stages = 3;
+constexpr int kF4RawStages = 3;
+constexpr int kF4RawCodeBytes = 8 * 128 * 16;
+constexpr int kF4RawBytes = kF4RawCodeBytes + 8 * 128 * 4;
+constexpr int kSmemBytesF4 =
+    kF4Stages * kStageBytes<256> + kF4RawStages * kF4RawBytes + 16 * kF4Stages + 1024;
+static_assert(kSmemBytesF4 <= 232448);
+// E4M3 weight value * 2^3 = value * scale (F4's tiles hold value * scale * 2^-3).
+constexpr float kF4Unscale = 8.f;
 
-__device__ __forceinline__ void setmaxnreg_dec40() {
+// Registers per thread of a warpgroup from here on (setmaxnreg; a multiple of 8 in 24..256).
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
 #ifdef MOE_WGMMA_ENABLED
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N) : "memory");
 #endif
 }
-__device__ __forceinline__ void setmaxnreg_inc232() {
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
 #ifdef MOE_WGMMA_ENABLED
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;" ::: "memory");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N) : "memory");
 #endif
 }
 
@@ -136,9 +162,123 @@ __device__ __forceinline__ WsItem ws_item(const MoeGemmParams& p, int item, int 
   return w;
 }
 
-template <bool GU, bool PAIRS, bool NARROW, bool SPLIT>
+// F4: the producer threads' units of a stage. Unit i (0..7) of thread tid is staged row
+// R0 + 32 i (gate_up: rows 0..127 gate, 128..255 up; down: 256 rows) and 32-k chunk c of the
+// stage's 128 k, with R0 = 16 (tid / 64) + 8 ((tid / 32) % 2) + (tid / 4) % 8 and c = tid % 4: the
+// 32 threads of a warp take one half (8 rows) of a 16-row block, 4 chunks per row, i.e. in the
+// packed layout (dequant_bits.h) 512 contiguous code bytes and 128 scale bytes per warp and unit.
+// 32 rows further is 32 rows' bytes further in both layouts (data: 16-row blocks of row_bytes *
+// 16; scales: of Kd / 16 * 16), and a k-step is packed_data_kstep / nvfp4_scale_kstep further.
+struct F4Thread {
+  int R0, c;
+  bool hi;         // the unit's two scales are the high half of its scale word
+  uint32_t st[2];  // stage offsets of unit 0's two 16-byte E4M3 chunks (k 32 c.., 32 c + 16..)
+};
+__device__ __forceinline__ F4Thread f4_thread(int tid, bool packed) {
+  F4Thread t;
+  t.R0 = ((tid >> 6) << 4) + (((tid >> 5) & 1) << 3) + ((tid >> 2) & 7);
+  t.c = tid & 3;
+  // Scale word at the aligned 4 bytes holding groups 2c, 2c + 1 of the row: packed, rows 8..15 of
+  // a 16-row block take the high half; row-major, odd chunks.
+  t.hi = packed ? ((t.R0 >> 3) & 1) : (t.c & 1);
+  // The TMA tiles' layout (tma_weights): box R / 128 (16 KB), k half c / 2 (8 KB), row R % 128 (64
+  // bytes), 16-byte chunk j at (j ^ ((row >> 1) & 3)) * 16 (64-byte swizzle). Unit i adds
+  // f4_unit_offset(i): row R0 + 32 i keeps (row >> 1) & 3.
+  const int sz = (t.R0 >> 1) & 3;
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    t.st[h] = (t.c >> 1) * 8192 + t.R0 * 64 + ((((t.c & 1) * 2 + h) ^ sz) << 4);
+  return t;
+}
+__device__ __forceinline__ constexpr uint32_t f4_unit_offset(int i) {
+  return (i >> 2) * 16384 + (i & 3) * 2048;
+}
+// F4: the producer's copy cursor: item, k-step and the code / scale sources of this thread's
+// unit 0 (gate_up: per matrix, gate and up; the units 32 rows apart follow by stride).
+struct F4Cursor {
+  int unit, ks;
+  const uint8_t* wd[2];
+  const uint8_t* sd[2];
+};
+template <bool GU>
+__device__ __forceinline__ void f4_seek(const MoeGemmParams& p, int unit, int n_blocks,
+                                        const F4Thread& t, F4Cursor& q) {
+  q.unit = unit, q.ks = 0;
+  const WsItem w = ws_item<false>(p, unit, n_blocks, 0);
+  const int64_t row_bytes = p.Kd / 2;
+#pragma unroll
+  for (int m = 0; m < (GU ? 2 : 1); ++m) {
+    const int64_t row =
+        GU ? static_cast<int64_t>(w.nblk) * 128 + t.R0 : static_cast<int64_t>(w.nblk) * 256 + t.R0;
+    q.wd[m] = static_cast<const uint8_t*>(p.w[m][w.e]) +
+              grouped::packed_data_offset(p.packed, row_bytes, row, 16 * t.c);
+    q.sd[m] = static_cast<const uint8_t*>(p.s[m][w.e]) +
+              (grouped::nvfp4_scale_offset(p.packed, p.Kd, row, 2 * t.c) & ~int64_t{3});
+  }
+}
+// F4: the cursor's k-step into raw stage `raw`: 16 code bytes of each unit at [unit][thread], then
+// the unit's scale word at [unit][thread].
+template <bool GU>
+__device__ __forceinline__ void f4_copy(const MoeGemmParams& p, const F4Cursor& q, int tid,
+                                        uint32_t raw) {
+  const int64_t wstep = 16 * p.Kd, sstep = 2 * p.Kd;  // 32 rows
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int m = GU ? i / 4 : 0, ii = GU ? i % 4 : i;
+    grouped::cp_async16(raw + (i * 128 + tid) * 16, q.wd[m] + ii * wstep);
+    grouped::cp_async4(raw + kF4RawCodeBytes + (i * 128 + tid) * 4, q.sd[m] + ii * sstep);
+  }
+}
+// F4: 32 NVFP4 codes (w: k 32 c + 0..31) with their two scales (sc: low byte k 0..15) to E4M3 in k
+// order: value * scale * 2^-7 in f16 (exact; grouped::dequant), x 16 (exact), rounded once.
+__device__ __forceinline__ void f4_e4m3(const uint4& w, uint16_t sc, uint32_t (&q)[8]) {
+  uint32_t o[16];
+  grouped::dequant<GroupedFmt::kNvfp4>(w, sc, o);
+#pragma unroll
+  for (int wd = 0; wd < 4; ++wd) {
+    uint32_t e[4];  // o[4 wd + j]: k pairs (0, 4), (2, 6), (1, 5), (3, 7) of the word's 8
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t x16 = grouped::hmul2(o[4 * wd + j], 0x4c004c00u);  // x 16
+      // (cvt on the register as it is: through __half2_raw the compiler shuffles the halves.)
+      uint16_t r;
+      asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(r) : "r"(x16));
+      e[j] = r;
+    }
+    const uint32_t a = e[0] | (e[1] << 16), b = e[2] | (e[3] << 16);  // k 0 4 2 6 / 1 5 3 7
+    q[2 * wd] = __byte_perm(a, b, 0x6240);
+    q[2 * wd + 1] = __byte_perm(a, b, 0x7351);
+  }
+}
+// F4: this thread's 8 units of raw stage `raw` (landed) into the stage's weight tiles at `tile`.
+__device__ __forceinline__ void f4_dequant(const F4Thread& t, int tid, uint32_t raw,
+                                           uint32_t tile) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    uint4 w;
+    uint32_t sw;
+    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                 : "r"(raw + (i * 128 + tid) * 16));
+    asm volatile("ld.shared.u32 %0, [%1];"
+                 : "=r"(sw)
+                 : "r"(raw + kF4RawCodeBytes + (i * 128 + tid) * 4));
+    uint32_t q[8];
+    f4_e4m3(w, static_cast<uint16_t>(t.hi ? sw >> 16 : sw), q);
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      asm volatile(
+          "st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(tile + t.st[h] + f4_unit_offset(i)),
+          "r"(q[4 * h]), "r"(q[4 * h + 1]), "r"(q[4 * h + 2]), "r"(q[4 * h + 3])
+          : "memory");
+  }
+}
+
+template <bool GU, bool PAIRS, bool NARROW, bool SPLIT, bool F4 = false>
 __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   static_assert(!SPLIT || !PAIRS, "split-K is for the single-CTA kernel");
+  static_assert(!F4 || (!PAIRS && !SPLIT), "F4: the single-CTA kernel without split-K");
+  constexpr int kSt = F4 ? kF4Stages : kWsStages;
   grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
   grouped::pdl_launch_dependents();
   constexpr int BN = 256;
@@ -146,7 +286,9 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem_s =
       (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
-  const uint32_t full = smem_s + kWsStages * kStageBytes<BN>, empty = full + 8 * kWsStages;
+  // F4's raw stages after the ring, then the barriers.
+  const uint32_t raw = smem_s + kSt * kStageBytes<BN>;
+  const uint32_t full = raw + (F4 ? kF4RawStages * kF4RawBytes : 0), empty = full + 8 * kSt;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // Counts and indices in 32 bits (items, k-blocks < 2^31): fewer registers live into the roles.
   const int n_blocks = static_cast<int>(GU ? p.N / (BN / 2) : p.N / BN);
@@ -161,8 +303,9 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
                       : 1;
   const int n_units = n_items * S;
   if (tid == 0) {
-    for (int st = 0; st < kWsStages; ++st) {
-      grouped::mbar_init(full + 8 * st, 128 + 1);          // the producer threads + the TMA arrival
+    for (int st = 0; st < kSt; ++st) {
+      // The producer threads + the TMA arrival (F4: the producer threads twice, copies and stores).
+      grouped::mbar_init(full + 8 * st, F4 ? 256 : 128 + 1);
       grouped::mbar_init(empty + 8 * st, PAIRS ? 16 : 8);  // the consumers' warps (both CTAs)
     }
     grouped::mbar_init_fence();
@@ -172,9 +315,73 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   else
     __syncthreads();
 
-  if (warp < 4) {
+  // F4's producer dequantizes: more registers for it, fewer for the consumers (at 216 the plain
+  // instances' consumers do not spill; 56 / 224 spilled the producer's loop state, 60 bytes).
+  constexpr int kProdRegs = F4 ? 64 : 40, kConsRegs = F4 ? 216 : 232;
+  static_assert(128 * kProdRegs + 256 * kConsRegs <= 168 * kWsThreads);
+  if (warp < 4 && F4) {
+    // F4 producer: jobs in order (unit first + n stride, k-step ks); the raw copies run
+    // kF4RawStages - 1 jobs ahead (their own cursor), each job's stage is dequantized once its
+    // copies landed.
+    setmaxnreg_dec<kProdRegs>();
+    const uint8_t* act = static_cast<const uint8_t*>(p.act);
+    const int ch = tid & 7, r0 = tid >> 3;
+    const F4Thread t = f4_thread(tid, p.packed);
+    const int64_t w_kstep = grouped::packed_data_kstep(p.packed),
+                  s_kstep = grouped::nvfp4_scale_kstep(p.packed);
+    F4Cursor q;
+    q.unit = n_units;
+    if (first < n_units) f4_seek<GU>(p, first, n_blocks, t, q);
+    int jr = 0;  // jobs copied
+    auto issue_raw = [&]() {
+      if (q.unit < n_units) {
+        f4_copy<GU>(p, q, tid, raw + jr % kF4RawStages * kF4RawBytes);
+        if (++q.ks == ksteps) {
+          if (q.unit + stride < n_units)
+            f4_seek<GU>(p, q.unit + stride, n_blocks, t, q);
+          else
+            q.unit = n_units;
+        } else {
+#pragma unroll
+          for (int m = 0; m < (GU ? 2 : 1); ++m) q.wd[m] += w_kstep, q.sd[m] += s_kstep;
+        }
+      }
+      ++jr;
+      grouped::cp_async_commit();
+    };
+#pragma unroll
+    for (int j = 0; j < kF4RawStages - 1; ++j) issue_raw();
+    int stage = 0, rs = 0;  // ring stage, raw stage of the job
+    uint32_t ephase = 1;
+    for (int unit = first; unit < n_units; unit += stride) {
+      const WsItem w = ws_item<false>(p, unit, n_blocks, 0);
+      const bool narrow = NARROW && w.cnt <= 64;
+      int32_t row[kBM / 16];
+#pragma unroll
+      for (int i = 0; i < kBM / 16; ++i)
+        row[i] = static_cast<int32_t>(act_row<GU>(p, w.pos0, min(r0 + 16 * i, w.cnt - 1)));
+      for (int ks = 0; ks < ksteps; ++ks) {
+        grouped::mbar_wait(empty + 8 * stage, ephase);
+        const uint32_t base = smem_s + stage * kStageBytes<BN>;
+#pragma unroll
+        for (int i = 0; i < kBM / 16; ++i)
+          if (i < kBM / 32 || !narrow)
+            cp_async16(base + swz(r0 + 16 * i, ch), act + row[i] * p.Kd + ks * 128 + ch * 16);
+        cp_async_arrive_noinc(full + 8 * stage);  // (covers raw copies issued before: older)
+        issue_raw();
+        cp_async_wait<kF4RawStages - 1>();  // this job's raw stage has landed
+        f4_dequant(t, tid, raw + rs * kF4RawBytes, base + kAStage);
+        // (No proxy fence here: it waits for this thread's copies in flight, a stage's worth of
+        // latency; the consumers fence after their wait on `full`, as for the copies.)
+        grouped::mbar_arrive(full + 8 * stage);
+        if (++stage == kSt) stage = 0, ephase ^= 1u;
+        if (++rs == kF4RawStages) rs = 0;
+      }
+    }
+    cp_async_wait<0>();
+  } else if (warp < 4) {
     // Producer. Thread t copies 16-byte chunk t % 8 of activation rows t / 8 + 16 i.
-    setmaxnreg_dec40();
+    setmaxnreg_dec<kProdRegs>();
     const uint8_t* act = static_cast<const uint8_t*>(p.act);
     const int ch = tid & 7, r0 = tid >> 3;
     int stage = 0;
@@ -210,7 +417,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
             cp_async16(base + swz(r0 + 16 * i, ch), act + row[i] * p.Kd + ks * 128 + ch * 16);
         // The stage's full barrier counts this thread's arrival once its copies landed.
         cp_async_arrive_noinc(full + 8 * stage);
-        if (++stage == kWsStages) stage = 0, ephase ^= 1u;
+        if (++stage == kSt) stage = 0, ephase ^= 1u;
       }
     }
     cp_async_wait<0>();  // no thread leaves with copies (and their arrivals) outstanding
@@ -221,7 +428,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     // before this one's last promotion (no faster; with a wgmma in flight across a loop's back
     // edge ptxas serializes every wgmma, C7514, so it needs unrolled groups, which spill), and a
     // warpgroup whose 64 rows are all padding skipping its wgmma (spills; slower).
-    setmaxnreg_inc232();
+    setmaxnreg_inc<kConsRegs>();
     const int wg = (warp >> 2) - 1, wq = warp & 3, g = lane >> 2, c = lane & 3;
     const int64_t kb = p.Kd / 128;
     // The activation scale rows of the thread's two tokens (tokens from t0) and the weight
@@ -246,7 +453,9 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         nsa[i] = __ldg(p.act_scale + r.a[i] + ks);
-        nsw[i] = __ldg(static_cast<const float*>(p.s[GU ? i : 0][e]) + r.w[i] + ks);
+        // F4: one weight scale per matrix (gate, up; down's both halves): 8 x its global scale.
+        nsw[i] = F4 ? p.gs[GU ? i : 0][e] * kF4Unscale
+                    : __ldg(static_cast<const float*>(p.s[GU ? i : 0][e]) + r.w[i] + ks);
       }
     };
     // Waits for stage st's data (phase ph) and returns its descriptors (activation rows from t0).
@@ -306,7 +515,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
           else
             f8_kblock_narrow<BN, GU, kMode>(acc, part, da, db, sca, scw);
           release(stage);
-          if (++stage == kWsStages) stage = 0, fphase ^= 1u;
+          if (++stage == kSt) stage = 0, fphase ^= 1u;
         }
       };
       if (!narrow)
@@ -365,6 +574,13 @@ template <bool GU, bool NARROW = false>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kWsThreads, 1)
     moe_wgmma_f8pair_kernel(const __grid_constant__ MoeGemmParams p) {
   wgmma_f8ws_body<GU, true, NARROW, false>(p);
+}
+// NVFP4 experts computed in FP8 (F4; GroupedLaunch::nvfp4_f8): the single-CTA kernel with the
+// producer dequantizing the weights to E4M3 (kSmemBytesF4 of shared memory).
+template <bool GU, bool NARROW = false>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    moe_wgmma_f4ws_kernel(const __grid_constant__ MoeGemmParams p) {
+  wgmma_f8ws_body<GU, false, NARROW, false, true>(p);
 }
 
 }  // namespace moe::cuda::wgmma_gemm
