@@ -642,7 +642,8 @@ TEST_F(MoeGroupedTest, WarpgroupMmaSmall) {
       l.wgmma_ws = true;
       check(Fmt::kFp8, T, 512, 256, 8, 3, Routing::kRandom, l);
     }
-  // NVFP4 computed in FP8 (the warp-specialized kernel whose producer dequantizes), both instances.
+  // NVFP4 computed in FP8 (the warp-specialized kernel whose producer dequantizes), both instances,
+  // the full launch and the hybrid's big tiles (I 640: no split-K).
   for (int narrow : {0, 1})
     for (int64_t T : {77, 300}) {
       Launch l{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
@@ -650,6 +651,12 @@ TEST_F(MoeGroupedTest, WarpgroupMmaSmall) {
       l.wgmma_narrow = narrow;
       check(Fmt::kNvfp4, T, 512, 256, 8, 3, Routing::kRandom, l);
     }
+  for (int64_t T : {60, 200}) {
+    Launch l{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+    l.nvfp4_f8 = true;
+    l.wgmma_ws = true;
+    check(Fmt::kNvfp4, T, 512, 640, 8, 2, Routing::kOne, l);
+  }
   // The hybrid on the warp-specialized kernel (moe_launch's choice on sm_90), its narrow instance
   // by grouped_hybrid_narrow's default: T 60 (every big tile <= 64 tokens: narrow) and T 200.
   for (int64_t T : {60, 200}) {
@@ -711,10 +718,11 @@ TEST_F(MoeGroupedTest, Fp8ActivationsOnTheWarpgroupMma) {
 }
 
 // NVFP4 experts computed in FP8 (GroupedLaunch::nvfp4_f8: the warp-specialized kernel whose
-// producer dequantizes the weights to E4M3): against the reference and against the host emulation
-// of its roundings (check), row-major and packed weights, the narrow instance and the full one,
-// several items per CTA, partial tiles, all tokens on few experts; D % 256 != 0 (down not on
-// 256-row CTAs) keeps the F16 kernel. The F16 run of a case must differ (the flag is not ignored).
+// producer dequantizes the weights to E4M3): against the reference and (full launch) against the
+// host emulation of its roundings (check), row-major and packed weights, the narrow instance and
+// the full one, several items per CTA, partial tiles, all tokens on few experts, the hybrid's big
+// tiles; D % 256 != 0 (down not on 256-row CTAs) keeps the F16 kernel. The F16 run of a case must
+// differ (the flag is not ignored).
 TEST_F(MoeGroupedTest, Nvfp4ComputedInFp8) {
   if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
     GTEST_SKIP() << "wgmma needs sm_90";
@@ -731,6 +739,18 @@ TEST_F(MoeGroupedTest, Nvfp4ComputedInFp8) {
     }
     l.wgmma_narrow = -1;
     check(Fmt::kNvfp4, 77, 384, 256, 8, 3, Routing::kOne, l);  // down on the F16 kernel
+  }
+  // The hybrid's big tiles (T 60: narrow instance; T 200 full), packed and row-major; I 256 splits
+  // the hybrid's gate_up, which keeps the F16 kernel then (grouped_fp8_act_bytes).
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    Launch h{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+    h.nvfp4_f8 = true;
+    h.wgmma_ws = true;
+    for (int64_t T : {60, 200}) check(Fmt::kNvfp4, T, 512, 640, 8, 2, Routing::kOne, h);
+    check(Fmt::kNvfp4, 1000, 768, 640, 64, 3, Routing::kRandom, h);
+    EXPECT_EQ(grouped_fp8_act_bytes(h, GroupedFmt::kNvfp4, 100, 512, 256, 2), 0);
+    check(Fmt::kNvfp4, 100, 512, 256, 2, 2, Routing::kOne, h);
   }
   prepare_ = true;
   const Tensor y8 = check(Fmt::kNvfp4, 400, 768, 512, 4, 2, Routing::kRandom, l);

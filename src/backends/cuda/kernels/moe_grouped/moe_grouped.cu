@@ -257,9 +257,11 @@ int64_t grouped_fp8_h_offset(int64_t T, int64_t D, int64_t I, int64_t KS) {
 int64_t grouped_fp8_act_bytes(const GroupedLaunch& l, GroupedFmt f, int64_t T, int64_t D, int64_t I,
                               int64_t KS) {
   const bool wgmma = l.wgmma || grouped_hybrid(l, T);
-  // NVFP4 in FP8: the warp-specialized kernel's 256-row CTAs (down: D % 256 == 0).
-  const bool fmt = f == GroupedFmt::kFp8Block ||
-                   (f == GroupedFmt::kNvfp4 && l.nvfp4_f8 && l.wgmma && D % 256 == 0);
+  // NVFP4 in FP8: the warp-specialized kernel's 256-row CTAs (down: D % 256 == 0), no split-K
+  // (the hybrid keeps its F16 kernel where it splits gate_up).
+  const bool fmt =
+      f == GroupedFmt::kFp8Block || (f == GroupedFmt::kNvfp4 && l.nvfp4_f8 && D % 256 == 0 &&
+                                     (l.wgmma || !grouped_hybrid_split_k(l, f, T, I)));
   if (!l.fp8_act || !fmt || !wgmma || T <= 0) return 0;
   if (!l.wgmma && l.wgmma_hquant)  // the hybrid's fused h codes and scales after x's region
     return grouped_fp8_h_offset(T, D, I, KS) + (T * KS * I + 15) / 16 * 16 + T * KS * I / 128 * 4;

@@ -112,10 +112,11 @@ struct GroupedLaunch {
   // wgmma with both block scales applied per 128 k; false: F16 activations, weights dequantized
   // to F16 on the way to shared memory. moe_launch sets it for FP8 on sm_90a.
   bool fp8_act = false;
-  // With fp8_act and the warpgroup-MMA launch (wgmma; not the hybrid's big tiles): NVFP4 experts
-  // computed in FP8 too, the weights dequantized to E4M3 (value * block scale, rounded to 4
-  // significant bits) by the warp-specialized kernel's producer warpgroup (moe_wgmma_f4ws_kernel)
-  // and FP8 wgmma on E4M3 activations, instead of F16 weights and activations on F16 wgmma.
+  // With fp8_act: NVFP4 experts on the warpgroup-MMA GEMM (the wgmma launch, or the hybrid's big
+  // tiles where it does not split gate_up) computed in FP8 too, the weights dequantized to E4M3
+  // (value * block scale, rounded to 4 significant bits) by the warp-specialized kernel's
+  // producer warpgroup (moe_wgmma_f4ws_kernel) and FP8 wgmma on E4M3 activations, instead of F16
+  // weights and activations on F16 wgmma. moe_launch sets it with the wgmma launch.
   bool nvfp4_f8 = false;
   // With fp8_act: the warpgroup-MMA gate_up quantizes h to E4M3 in its epilogue (per token and
   // 128-column block, moe_quant_rows' rule bit for bit: its 128 h columns are one CTA's item)
@@ -444,7 +445,7 @@ int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, in
 int grouped_hybrid_min_share(const GroupedLaunch& l);
 // Bytes of GroupedScratch::q a call needs: 0 unless launch `l` runs FP8 experts on the
 // warpgroup-MMA GEMM with FP8 activations (l.fp8_act, and l.wgmma or the hybrid at T tokens; NVFP4
-// experts with l.nvfp4_f8, l.wgmma and D % 256 == 0); then
+// experts with l.nvfp4_f8 and D % 256 == 0, the hybrid only where it does not split gate_up); then
 // the larger of x [T, D] and h [T*KS, I] as E4M3 codes (grouped_fp8_act_data_bytes, 16-byte
 // rounded), followed by their f32 scales per 128 k; for the hybrid with l.wgmma_hquant, then h's
 // codes of the fused quantization [T*KS, I] from grouped_fp8_h_offset and their f32 scales after

@@ -303,7 +303,8 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   int64_t split_bytes = 0;
   int32_t* split_counters = nullptr;
   int32_t split_cap = 0;
-  if (hybrid && grouped_hybrid_split_k(l, ge.fmt, T, ge.I)) {
+  if (hybrid && grouped_hybrid_split_k(l, ge.fmt, T, ge.I) &&
+      !(f8 && ge.fmt == GroupedFmt::kNvfp4)) {
     // The kernels split only where the items fill at most half their grid (sm_count CTAs), so
     // at most sm_count / 2 items need a counter; fewer when the call cannot have that many: at
     // most T K / 128 + T K / big_min big tiles (each big expert's last one partial), I / 128
