@@ -41,11 +41,13 @@
 // the stage; each thread arrives on `full` once more after its stores. The weight block scale the
 // consumers apply is then 8 * the global scale (per matrix), the activations are E4M3 as for FP8
 // experts. Lossy: each weight rounded to 4 significant bits (e2m1 times e4m3 has up to 6), like
-// the FP8 activations. 3 stages of 48 KB + 3 raw stages of 20 KB.
+// the FP8 activations. 3 stages of 48 KB + 3 raw stages of 20 KB. The producer's pieces:
+// sm90_moe_wgmma_f4.cuh.
 #pragma once
 
 #include <type_traits>
 
+#include "backends/cuda/kernels/moe_grouped/sm90_moe_wgmma_f4.cuh"
 #include "backends/cuda/kernels/moe_grouped/sm90_moe_wgmma_gemm.cuh"
 #include "backends/cuda/kernels/moe_grouped/stream_k.h"
 
@@ -56,17 +58,6 @@ constexpr int kWsStages = 4;     // ring of [128 tokens + 256 rows] x 128 k (48 
 // Ring, then a `full` and an `empty` mbarrier per stage, + the alignment of the swizzle atoms.
 constexpr int kSmemBytesWs = kWsStages * kStageBytes<256> + 16 * kWsStages + 1024;
 static_assert(kSmemBytesWs <= 232448);
-// F4: 3 stages (as above) and 3 raw stages of NVFP4 codes (16 KB: 8 x 16 bytes per producer
-// thread) and scale words (4 KB).
-constexpr int kF4Stages = 3;
-constexpr int kF4RawStages = 3;
-constexpr int kF4RawCodeBytes = 8 * 128 * 16;
-constexpr int kF4RawBytes = kF4RawCodeBytes + 8 * 128 * 4;
-constexpr int kSmemBytesF4 =
-    kF4Stages * kStageBytes<256> + kF4RawStages * kF4RawBytes + 16 * kF4Stages + 1024;
-static_assert(kSmemBytesF4 <= 232448);
-// E4M3 weight value * 2^3 = value * scale (F4's tiles hold value * scale * 2^-3).
-constexpr float kF4Unscale = 8.f;
 
 // Registers per thread of a warpgroup from here on (setmaxnreg; a multiple of 8 in 24..256).
 template <int N>
@@ -162,44 +153,7 @@ __device__ __forceinline__ WsItem ws_item(const MoeGemmParams& p, int item, int 
   return w;
 }
 
-// F4: the producer threads' units of a stage. Unit i (0..7) of thread tid is staged row
-// R0 + 32 i (gate_up: rows 0..127 gate, 128..255 up; down: 256 rows) and 32-k chunk c of the
-// stage's 128 k, with R0 = 16 (tid / 64) + 8 ((tid / 32) % 2) + (tid / 4) % 8 and c = tid % 4: the
-// 32 threads of a warp take one half (8 rows) of a 16-row block, 4 chunks per row, i.e. in the
-// packed layout (dequant_bits.h) 512 contiguous code bytes and 128 scale bytes per warp and unit.
-// 32 rows further is 32 rows' bytes further in both layouts (data: 16-row blocks of row_bytes *
-// 16; scales: of Kd / 16 * 16), and a k-step is packed_data_kstep / nvfp4_scale_kstep further.
-struct F4Thread {
-  int R0, c;
-  bool hi;         // the unit's two scales are the high half of its scale word
-  uint32_t st[2];  // stage offsets of unit 0's two 16-byte E4M3 chunks (k 32 c.., 32 c + 16..)
-};
-__device__ __forceinline__ F4Thread f4_thread(int tid, bool packed) {
-  F4Thread t;
-  t.R0 = ((tid >> 6) << 4) + (((tid >> 5) & 1) << 3) + ((tid >> 2) & 7);
-  t.c = tid & 3;
-  // Scale word at the aligned 4 bytes holding groups 2c, 2c + 1 of the row: packed, rows 8..15 of
-  // a 16-row block take the high half; row-major, odd chunks.
-  t.hi = packed ? ((t.R0 >> 3) & 1) : (t.c & 1);
-  // The TMA tiles' layout (tma_weights): box R / 128 (16 KB), k half c / 2 (8 KB), row R % 128 (64
-  // bytes), 16-byte chunk j at (j ^ ((row >> 1) & 3)) * 16 (64-byte swizzle). Unit i adds
-  // f4_unit_offset(i): row R0 + 32 i keeps (row >> 1) & 3.
-  const int sz = (t.R0 >> 1) & 3;
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-    t.st[h] = (t.c >> 1) * 8192 + t.R0 * 64 + ((((t.c & 1) * 2 + h) ^ sz) << 4);
-  return t;
-}
-__device__ __forceinline__ constexpr uint32_t f4_unit_offset(int i) {
-  return (i >> 2) * 16384 + (i & 3) * 2048;
-}
-// F4: the producer's copy cursor: item, k-step and the code / scale sources of this thread's
-// unit 0 (gate_up: per matrix, gate and up; the units 32 rows apart follow by stride).
-struct F4Cursor {
-  int unit, ks;
-  const uint8_t* wd[2];
-  const uint8_t* sd[2];
-};
+// F4: cursor q at work unit `unit`, k-step 0 (sm90_moe_wgmma_f4.cuh).
 template <bool GU>
 __device__ __forceinline__ void f4_seek(const MoeGemmParams& p, int unit, int n_blocks,
                                         const F4Thread& t, F4Cursor& q) {
@@ -214,63 +168,6 @@ __device__ __forceinline__ void f4_seek(const MoeGemmParams& p, int unit, int n_
               grouped::packed_data_offset(p.packed, row_bytes, row, 16 * t.c);
     q.sd[m] = static_cast<const uint8_t*>(p.s[m][w.e]) +
               (grouped::nvfp4_scale_offset(p.packed, p.Kd, row, 2 * t.c) & ~int64_t{3});
-  }
-}
-// F4: the cursor's k-step into raw stage `raw`: 16 code bytes of each unit at [unit][thread], then
-// the unit's scale word at [unit][thread].
-template <bool GU>
-__device__ __forceinline__ void f4_copy(const MoeGemmParams& p, const F4Cursor& q, int tid,
-                                        uint32_t raw) {
-  const int64_t wstep = 16 * p.Kd, sstep = 2 * p.Kd;  // 32 rows
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int m = GU ? i / 4 : 0, ii = GU ? i % 4 : i;
-    grouped::cp_async16(raw + (i * 128 + tid) * 16, q.wd[m] + ii * wstep);
-    grouped::cp_async4(raw + kF4RawCodeBytes + (i * 128 + tid) * 4, q.sd[m] + ii * sstep);
-  }
-}
-// F4: 32 NVFP4 codes (w: k 32 c + 0..31) with their two scales (sc: low byte k 0..15) to E4M3 in k
-// order: value * scale * 2^-7 in f16 (exact; grouped::dequant), x 16 (exact), rounded once.
-__device__ __forceinline__ void f4_e4m3(const uint4& w, uint16_t sc, uint32_t (&q)[8]) {
-  uint32_t o[16];
-  grouped::dequant<GroupedFmt::kNvfp4>(w, sc, o);
-#pragma unroll
-  for (int wd = 0; wd < 4; ++wd) {
-    uint32_t e[4];  // o[4 wd + j]: k pairs (0, 4), (2, 6), (1, 5), (3, 7) of the word's 8
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint32_t x16 = grouped::hmul2(o[4 * wd + j], 0x4c004c00u);  // x 16
-      // (cvt on the register as it is: through __half2_raw the compiler shuffles the halves.)
-      uint16_t r;
-      asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(r) : "r"(x16));
-      e[j] = r;
-    }
-    const uint32_t a = e[0] | (e[1] << 16), b = e[2] | (e[3] << 16);  // k 0 4 2 6 / 1 5 3 7
-    q[2 * wd] = __byte_perm(a, b, 0x6240);
-    q[2 * wd + 1] = __byte_perm(a, b, 0x7351);
-  }
-}
-// F4: this thread's 8 units of raw stage `raw` (landed) into the stage's weight tiles at `tile`.
-__device__ __forceinline__ void f4_dequant(const F4Thread& t, int tid, uint32_t raw,
-                                           uint32_t tile) {
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    uint4 w;
-    uint32_t sw;
-    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
-                 : "r"(raw + (i * 128 + tid) * 16));
-    asm volatile("ld.shared.u32 %0, [%1];"
-                 : "=r"(sw)
-                 : "r"(raw + kF4RawCodeBytes + (i * 128 + tid) * 4));
-    uint32_t q[8];
-    f4_e4m3(w, static_cast<uint16_t>(t.hi ? sw >> 16 : sw), q);
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      asm volatile(
-          "st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(tile + t.st[h] + f4_unit_offset(i)),
-          "r"(q[4 * h]), "r"(q[4 * h + 1]), "r"(q[4 * h + 2]), "r"(q[4 * h + 3])
-          : "memory");
   }
 }
 
