@@ -4,6 +4,7 @@
 // (written by `moengine tune-moe`). Plain C++: no CUDA headers; thread-compatible values only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -42,7 +43,9 @@ struct MoeKernelConfig {
   // L1); the pipelined ones keep a cp.async ring per warp (kGroupedPipeWarpBytes, any format);
   // the tc GEMM a ring of token and weight tiles (grouped_tile_smem_bytes).
   int64_t smem_bytes() const {
-    if (tc && wgmma) return grouped_wgmma_smem_bytes(256);  // the larger of its two instances
+    // The largest of its kernels: NVFP4 computed in FP8 (3 stages + its raw ring) above the
+    // 4-stage 256-row FP8 / F16 / BF16 ones.
+    if (tc && wgmma) return std::max(grouped_wgmma_smem_bytes(256), grouped_wgmma_f4_smem_bytes());
     if (tc) return grouped_tile_smem_bytes(8 * nb);
     return pipelined ? int64_t{warps_per_cta} * kGroupedPipeWarpBytes : 0;
   }

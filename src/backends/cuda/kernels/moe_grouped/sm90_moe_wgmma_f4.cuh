@@ -20,7 +20,7 @@ constexpr int kF4RawCodeBytes = 8 * 128 * 16;
 constexpr int kF4RawBytes = kF4RawCodeBytes + 8 * 128 * 4;
 constexpr int kSmemBytesF4 =
     kF4Stages * kStageBytes<256> + kF4RawStages * kF4RawBytes + 16 * kF4Stages + 1024;
-static_assert(kSmemBytesF4 <= 232448);
+static_assert(kSmemBytesF4 <= 232448 && kSmemBytesF4 == grouped_wgmma_f4_smem_bytes());
 // E4M3 weight value * 2^3 = value * scale (F4's tiles hold value * scale * 2^-3).
 constexpr float kF4Unscale = 8.f;
 
