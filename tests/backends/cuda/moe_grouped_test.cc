@@ -122,6 +122,14 @@ class MoeGroupedTest : public ::testing::Test {
     h.scale = m.scale.cview();
     d.data = ConstTensorView(dev_->to_device(m.data));
     d.scale = ConstTensorView(dev_->to_device(m.scale));
+    if (scale_shift_ > 0) {  // the scales at an offset of scale_shift_ bytes (checkpoint buffers)
+      const int64_t n = static_cast<int64_t>(m.scale.nbytes());
+      TensorView buf = dev_->poisoned({n + 16}, DType::kU8);
+      cudaStreamSynchronize(ops_->stream());  // the poison lands before the copy
+      uint8_t* at = buf.data<uint8_t>() + scale_shift_;
+      EXPECT_EQ(cudaMemcpy(at, m.scale.data<uint8_t>(), n, cudaMemcpyHostToDevice), cudaSuccess);
+      d.scale = ConstTensorView(TensorView(at, m.scale.dtype(), m.scale.shape(), Device::kCuda));
+    }
     m.host = h;
     m.dev = d;
     return m;
@@ -302,7 +310,7 @@ class MoeGroupedTest : public ::testing::Test {
         << " shared " << shared_ << " fp8 activations " << f8 << how.str();
     // Every expert on the E4M3 kernel (tc launch): also against the host emulation of its
     // roundings, at a tolerance that a misplaced scale or row cannot pass.
-    if (f8 && launch && launch->wgmma && shared_ == 0 && bad_every_ == 0) {
+    if (f8 && launch && launch->wgmma && shared_ == 0 && bad_every_ == 0 && scale_shift_ == 0) {
       const Tensor emu = fp8_act_emulated(x, ids, wts, mats, T, D, I, K);
       const double e8 = rel_error(got, emu), r8 = rms_rel_error(got, emu);
       max_f8_emulated_err_ = std::max(max_f8_emulated_err_, e8);
@@ -402,8 +410,9 @@ class MoeGroupedTest : public ::testing::Test {
   double max_f8_emulated_rms_ = 0;
   int f8_emulated_checks_ = 0;
   bool prepare_ = false;
-  int64_t shared_ = 0;    // shared expert of shared_ * I (0: none)
-  bool f16_act_ = false;  // CudaOps::set_moe_fp8_activations(false) for the CudaOps calls
+  int64_t scale_shift_ = 0;  // make(): device scales at this byte offset (0: aligned uploads)
+  int64_t shared_ = 0;       // shared expert of shared_ * I (0: none)
+  bool f16_act_ = false;     // CudaOps::set_moe_fp8_activations(false) for the CudaOps calls
 
   ThreadPool pool_{8};
   reference::ReferenceOps ref_{pool_};
@@ -751,6 +760,17 @@ TEST_F(MoeGroupedTest, Nvfp4ComputedInFp8) {
     check(Fmt::kNvfp4, 1000, 768, 640, 64, 3, Routing::kRandom, h);
     EXPECT_EQ(grouped_fp8_act_bytes(h, GroupedFmt::kNvfp4, 100, 512, 256, 2), 0);
     check(Fmt::kNvfp4, 100, 512, 256, 2, 2, Routing::kOne, h);
+  }
+  // NVFP4 scale matrices only 2-byte aligned (the producer copies 4-byte words): the F16 kernel
+  // runs instead, the same bits as the F16 launch.
+  {
+    scale_shift_ = 2;
+    Launch f16 = l;
+    f16.nvfp4_f8 = false;
+    const Tensor a = check(Fmt::kNvfp4, 300, 512, 256, 8, 3, Routing::kRandom, l);
+    const Tensor b = check(Fmt::kNvfp4, 300, 512, 256, 8, 3, Routing::kRandom, f16);
+    EXPECT_EQ(differing_floats(a, b), 0) << "misaligned scales did not take the F16 kernel";
+    scale_shift_ = 0;
   }
   prepare_ = true;
   const Tensor y8 = check(Fmt::kNvfp4, 400, 768, 512, 4, 2, Routing::kRandom, l);

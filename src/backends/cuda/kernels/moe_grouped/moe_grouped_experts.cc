@@ -263,7 +263,10 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // epilogue (GroupedLaunch::wgmma_hquant: into h's scratch, unused otherwise when every expert is
   // on the warpgroup-MMA GEMM, else after x's region of q), or by moe_quant_rows after gate_up
   // (into x's region: x is no longer needed then).
-  const bool f8 = grouped_fp8_act_bytes(l, ge.fmt, T, ge.D, ge.I, KS) > 0;
+  // NVFP4 in FP8 copies the scales in 4-byte words: with scale matrices less aligned than that
+  // (a checkpoint's own buffers) the F16 kernel runs, in the same scratch.
+  const bool f8 = grouped_fp8_act_bytes(l, ge.fmt, T, ge.D, ge.I, KS) > 0 &&
+                  (ge.fmt != GroupedFmt::kNvfp4 || ge.gate_up.weight_align >= 4);
   uint8_t* q = nullptr;
   float* qs = nullptr;
   uint8_t* hq = nullptr;  // h's E4M3 codes and scales for down (q, qs without wgmma_hquant)

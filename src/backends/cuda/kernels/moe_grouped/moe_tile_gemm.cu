@@ -135,8 +135,8 @@ void launch_wgmma_f4(const MoeGemmParams& p, const GroupedLaunch& l, Stream stre
   MOE_CHECK(p.Kd % 128 == 0 && (p.gate_up ? p.N % 128 : p.N % 256) == 0)
       << "moe_wgmma_gemm (NVFP4 in FP8): K " << p.Kd << " must be a multiple of 128 and N " << p.N
       << " of " << (p.gate_up ? 128 : 256);
-  MOE_CHECK(!p.pairs && p.tmap == nullptr && p.split_partials == nullptr)
-      << "moe_wgmma_gemm (NVFP4 in FP8): no pairs, tensor maps or split-K";
+  MOE_CHECK(!p.pairs && p.tmap == nullptr && p.split_partials == nullptr && p.weight_align >= 4)
+      << "moe_wgmma_gemm (NVFP4 in FP8): no pairs, tensor maps or split-K, 4-byte aligned scales";
   using wgmma_gemm::moe_wgmma_f4ws_kernel;
   constexpr void (*k[2][2])(MoeGemmParams) = {
       {moe_wgmma_f4ws_kernel<false, false>, moe_wgmma_f4ws_kernel<false, true>},
