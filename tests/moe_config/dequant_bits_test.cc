@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/cuda/kernels/moe_grouped/dequant_bits.h"
+#include "tensor/quant/fp8_e4m3.h"
 
 namespace moe::cuda::grouped {
 namespace {
@@ -163,6 +164,43 @@ TEST(DequantBits, PackedLayouts) {
                    b % 16;
           },
           packed_data_kstep, "data, row bytes " + std::to_string(rb));
+  }
+}
+
+// NVFP4 to E4M3 by table (nvfp4_word_to_e4m3): every e2m1 code in every nibble position, with
+// every e4m3 block scale (NaN ones included), gives the E4M3 code of code x scale / 8 rounded to
+// nearest even (quant::f32_to_fp8_e4m3 of the exact f32 product), the sign included.
+TEST(DequantBits, Nvfp4ToE4m3ByTableIsTheRoundedProduct) {
+  std::mt19937 rng(5);
+  for (int sc = 0; sc < 256; ++sc) {
+    const bool nan = (sc & 0x7f) == 0x7f;  // NaN scales: NaN entries (the device's cvt)
+    uint8_t lut[8];
+    for (int m = 0; m < 8; ++m)
+      lut[m] = nan ? 0x7f
+                   : quant::f32_to_fp8_e4m3(static_cast<float>(e2m1_value(m) * e4m3_value(sc) / 8));
+    uint32_t lo = 0, hi = 0;
+    for (int m = 0; m < 4; ++m)
+      lo |= uint32_t{lut[m]} << (8 * m), hi |= uint32_t{lut[m + 4]} << (8 * m);
+    std::vector<uint32_t> words;
+    for (int pos = 0; pos < 8; ++pos)
+      for (uint32_t c = 0; c < 16; ++c)
+        words.push_back((rng() & ~(0xfu << (4 * pos))) | (c << (4 * pos)));
+    for (int i = 0; i < 64; ++i) words.push_back(rng());
+    for (uint32_t v : words) {
+      uint32_t q[2];
+      nvfp4_word_to_e4m3(v, lo, hi, q);
+      for (int k = 0; k < 8; ++k) {
+        const int code = (v >> (4 * k)) & 15;
+        const uint8_t want =
+            quant::f32_to_fp8_e4m3(static_cast<float>(e2m1_value(code) * e4m3_value(sc) / 8));
+        const uint8_t got = (q[k / 4] >> (8 * (k % 4))) & 0xffu;
+        if (nan) {  // NaN either way (0x7f / 0xff)
+          ASSERT_EQ(got & 0x7f, 0x7f) << "scale " << sc << " word " << v << " k " << k;
+        } else {
+          ASSERT_EQ(got, want) << "scale " << sc << " word " << std::hex << v << " k " << k;
+        }
+      }
+    }
   }
 }
 

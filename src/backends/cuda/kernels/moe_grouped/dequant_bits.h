@@ -49,6 +49,35 @@ MOE_DQ_HD void nvfp4_word_to_f16x2(uint32_t v, uint32_t (&o)[4]) {
 constexpr uint32_t kNvfp4ScaleMulF16x2 = 0x58005800u;  // (128, 128) as f16x2
 constexpr float kNvfp4Unscale = 128.f;
 
+// __byte_perm (prmt.b32 with 3-bit selectors): byte n of the result is byte (s >> 4 n) & 7 of the
+// 8 bytes {y, x} (x bytes 0..3, y 4..7).
+MOE_DQ_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(x, y, s);
+#else
+  const uint64_t in = (uint64_t{y} << 32) | x;
+  uint32_t r = 0;
+  for (int n = 0; n < 4; ++n)
+    r |= static_cast<uint32_t>((in >> (8 * ((s >> (4 * n)) & 7))) & 0xffu) << (8 * n);
+  return r;
+#endif
+}
+
+// NVFP4 to E4M3 by table (NVFP4 computed in FP8): the 8 e2m1 codes of word v (nibble i = k i, low
+// first) with the magnitude table of their block scale (lut_lo bytes m = 0..3, lut_hi m = 4..7:
+// the E4M3 code of e2m1 magnitude m times the scale / 8) -> the E4M3 codes of code x scale / 8 in
+// k order (q[0]: k 0..3, q[1]: k 4..7). Each code's magnitude is a byte-permute selector into the
+// table (selectors masked to 3 bits), and its sign is XORed into the E4M3 sign bit (rounding to
+// nearest even is symmetric; -0 gives 0x80): v << 4 holds the even nibbles' signs at bit 7 of
+// each byte, v the odd ones'. 10 integer operations per 8 codes.
+MOE_DQ_HD void nvfp4_word_to_e4m3(uint32_t v, uint32_t lut_lo, uint32_t lut_hi, uint32_t (&q)[2]) {
+  const uint32_t a = v << 4;
+  const uint32_t m0 = byte_perm(lut_lo, lut_hi, v & 0x7777u);
+  const uint32_t m1 = byte_perm(lut_lo, lut_hi, (v >> 16) & 0x7777u);
+  q[0] = m0 ^ (byte_perm(a, v, 0x5140u) & 0x80808080u);
+  q[1] = m1 ^ (byte_perm(a, v, 0x7362u) & 0x80808080u);
+}
+
 // Storage index of activation k: the order in which the dequantization produces the weight
 // pairs. nvfp4: k order [0,4,2,6,1,5,3,7] per group of 8 (an involution, so it is also the
 // storage index of k); bf16 and fp8: natural.

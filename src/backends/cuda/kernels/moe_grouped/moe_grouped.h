@@ -71,10 +71,11 @@ constexpr int grouped_tile_smem_bytes(int tile_tokens) {
 // ring of 4 stages of [128 tokens + BN rows] x 64 k bf16 (+ 1 KB to align the swizzle atoms).
 constexpr int grouped_wgmma_smem_bytes(int bn) { return 4 * (128 + bn) * 64 * 2 + 1024; }
 // Its NVFP4-in-FP8 kernel (GroupedLaunch::nvfp4_f8; sm90_moe_wgmma_f4.cuh): 3 stages of [128
-// tokens + 256 rows] x 128 k E4M3, 3 raw stages of NVFP4 codes and scale words (20 KB), a full and
-// an empty mbarrier per stage, 1 KB of alignment: the largest CTA a wgmma launch can take.
+// tokens + 256 rows] x 128 k E4M3, 3 raw stages of NVFP4 codes and scale words (20 KB), the E4M3
+// tables of the 256 scales (2 KB), a full and an empty mbarrier per stage, 1 KB of alignment: the
+// largest CTA a wgmma launch can take.
 constexpr int grouped_wgmma_f4_smem_bytes() {
-  return 3 * (128 + 256) * 128 + 3 * (8 * 128 * 16 + 8 * 128 * 4) + 16 * 3 + 1024;
+  return 3 * (128 + 256) * 128 + 3 * (8 * 128 * 16 + 8 * 128 * 4) + 256 * 8 + 16 * 3 + 1024;
 }
 constexpr int kGroupedBigTile = 128;  // tokens per tile of the warpgroup-MMA GEMM
 

@@ -18,8 +18,10 @@ constexpr int kF4Stages = 3;
 constexpr int kF4RawStages = 3;
 constexpr int kF4RawCodeBytes = 8 * 128 * 16;
 constexpr int kF4RawBytes = kF4RawCodeBytes + 8 * 128 * 4;
+// The E4M3 magnitude tables of the 256 e4m3 block scales (f4_build_lut), after the raw stages.
+constexpr int kF4LutBytes = 256 * 8;
 constexpr int kSmemBytesF4 =
-    kF4Stages * kStageBytes<256> + kF4RawStages * kF4RawBytes + 16 * kF4Stages + 1024;
+    kF4Stages * kStageBytes<256> + kF4RawStages * kF4RawBytes + kF4LutBytes + 16 * kF4Stages + 1024;
 static_assert(kSmemBytesF4 <= 232448 && kSmemBytesF4 == grouped_wgmma_f4_smem_bytes());
 // E4M3 weight value * 2^3 = value * scale (F4's tiles hold value * scale * 2^-3).
 constexpr float kF4Unscale = 8.f;
@@ -75,30 +77,27 @@ __device__ __forceinline__ void f4_copy(const MoeGemmParams& p, const F4Cursor& 
     grouped::cp_async4(raw + kF4RawCodeBytes + (i * 128 + tid) * 4, q.sd[m] + ii * sstep);
   }
 }
-// F4: 32 NVFP4 codes (w: k 32 c + 0..31) with their two scales (sc: low byte k 0..15) to E4M3 in k
-// order: value * scale * 2^-7 in f16 (exact; grouped::dequant), x 16 (exact), rounded once.
-__device__ __forceinline__ void f4_e4m3(const uint4& w, uint16_t sc, uint32_t (&q)[8]) {
-  uint32_t o[16];
-  grouped::dequant<GroupedFmt::kNvfp4>(w, sc, o);
-#pragma unroll
-  for (int wd = 0; wd < 4; ++wd) {
-    uint32_t e[4];  // o[4 wd + j]: k pairs (0, 4), (2, 6), (1, 5), (3, 7) of the word's 8
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint32_t x16 = grouped::hmul2(o[4 * wd + j], 0x4c004c00u);  // x 16
-      // (cvt on the register as it is: through __half2_raw the compiler shuffles the halves.)
-      uint16_t r;
-      asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(r) : "r"(x16));
-      e[j] = r;
-    }
-    const uint32_t a = e[0] | (e[1] << 16), b = e[2] | (e[3] << 16);  // k 0 4 2 6 / 1 5 3 7
-    q[2 * wd] = __byte_perm(a, b, 0x6240);
-    q[2 * wd + 1] = __byte_perm(a, b, 0x7351);
+// F4: the magnitude tables of every e4m3 block scale s into shared memory at `lut` (8 bytes per
+// s: byte m = E4M3 of e2m1 magnitude m x s / 8, the exact product rounded once: the same codes as
+// value * scale * 2^-7 in f16 times 16, the first form) by the 128 producer threads.
+__device__ __forceinline__ void f4_build_lut(uint32_t lut, int tid) {
+  for (int e = tid; e < 256 * 4; e += 128) {  // two magnitudes each
+    const int sc = e >> 2, m = (e & 3) * 2;
+    const __half_raw hs = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(sc), __NV_E4M3);
+    const float s = __half2float(__half(hs)) * 0.125f;
+    auto mag = [](int c) {
+      return c < 2 ? 0.5f * c : (1.f + 0.5f * (c & 1)) * (1 << ((c >> 1) - 1));
+    };
+    uint16_t r;  // first operand -> high byte
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(mag(m + 1) * s), "f"(mag(m) * s));
+    asm volatile("st.shared.u16 [%0], %1;" ::"r"(lut + sc * 8 + m), "h"(r) : "memory");
   }
 }
-// F4: this thread's 8 units of raw stage `raw` (landed) into the stage's weight tiles at `tile`.
-__device__ __forceinline__ void f4_dequant(const F4Thread& t, int tid, uint32_t raw,
-                                           uint32_t tile) {
+// F4: this thread's 8 units of raw stage `raw` (landed) into the stage's weight tiles at `tile`,
+// by the magnitude tables at `lut` (grouped::nvfp4_word_to_e4m3; words 0, 1 of a unit in the
+// scale word's first group, 2, 3 in its second).
+__device__ __forceinline__ void f4_dequant(const F4Thread& t, int tid, uint32_t raw, uint32_t tile,
+                                           uint32_t lut) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     uint4 w;
@@ -109,8 +108,21 @@ __device__ __forceinline__ void f4_dequant(const F4Thread& t, int tid, uint32_t 
     asm volatile("ld.shared.u32 %0, [%1];"
                  : "=r"(sw)
                  : "r"(raw + kF4RawCodeBytes + (i * 128 + tid) * 4));
-    uint32_t q[8];
-    f4_e4m3(w, static_cast<uint16_t>(t.hi ? sw >> 16 : sw), q);
+    const uint32_t sc = t.hi ? sw >> 16 : sw & 0xffffu;
+    uint32_t l[2][2];
+#pragma unroll
+    for (int g = 0; g < 2; ++g)
+      asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];"
+                   : "=r"(l[g][0]), "=r"(l[g][1])
+                   : "r"(lut + ((sc >> (8 * g)) & 0xffu) * 8));
+    const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
+    uint32_t q[8];  // E4M3 of k 32 c + 0..31 in order
+#pragma unroll
+    for (int wd = 0; wd < 4; ++wd) {
+      uint32_t o[2];
+      grouped::nvfp4_word_to_e4m3(ws[wd], l[wd >> 1][0], l[wd >> 1][1], o);
+      q[2 * wd] = o[0], q[2 * wd + 1] = o[1];
+    }
 #pragma unroll
     for (int h = 0; h < 2; ++h)
       asm volatile(

@@ -185,7 +185,8 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
   // F4's raw stages after the ring, then the barriers.
   const uint32_t raw = smem_s + kSt * kStageBytes<BN>;
-  const uint32_t full = raw + (F4 ? kF4RawStages * kF4RawBytes : 0), empty = full + 8 * kSt;
+  const uint32_t lut = raw + (F4 ? kF4RawStages * kF4RawBytes : 0);  // F4's magnitude tables
+  const uint32_t full = lut + (F4 ? kF4LutBytes : 0), empty = full + 8 * kSt;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // Counts and indices in 32 bits (items, k-blocks < 2^31): fewer registers live into the roles.
   const int n_blocks = static_cast<int>(GU ? p.N / (BN / 2) : p.N / BN);
@@ -224,6 +225,10 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     const uint8_t* act = static_cast<const uint8_t*>(p.act);
     const int ch = tid & 7, r0 = tid >> 3;
     const F4Thread t = f4_thread(tid, p.packed);
+    f4_build_lut(lut, tid);
+#ifdef MOE_WGMMA_ENABLED
+    asm volatile("bar.sync 2, 128;" ::: "memory");  // the producer warpgroup's tables are in
+#endif
     const int64_t w_kstep = grouped::packed_data_kstep(p.packed),
                   s_kstep = grouped::nvfp4_scale_kstep(p.packed);
     F4Cursor q;
@@ -267,7 +272,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
         cp_async_arrive_noinc(full + 8 * stage);  // (covers raw copies issued before: older)
         issue_raw();
         cp_async_wait<kF4RawStages - 1>();  // this job's raw stage has landed
-        f4_dequant(t, tid, raw + rs * kF4RawBytes, base + kAStage);
+        f4_dequant(t, tid, raw + rs * kF4RawBytes, base + kAStage, lut);
         // (No proxy fence here: it waits for this thread's copies in flight, a stage's worth of
         // latency; the consumers fence after their wait on `full`, as for the copies.)
         grouped::mbar_arrive(full + 8 * stage);
