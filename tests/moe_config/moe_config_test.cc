@@ -161,19 +161,27 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(moe_launch(w, sm90, f, 4096).wgmma_min_tokens, 0);
     EXPECT_TRUE(moe_launch(w, sm90, f, 4096).wgmma);
     // E4M3 activations: FP8 experts on the warpgroup-MMA GEMM (tc launch; the hybrid, which runs
-    // from T 48: grouped_fp8_act_bytes is 0 below); NVFP4 experts on the tc launch only, computed
-    // in FP8 (nvfp4_f8), where down's D takes 256-row CTAs.
+    // from T 48: grouped_fp8_act_bytes is 0 below); NVFP4 experts on the tc launch, and in the
+    // hybrid from T 256 rows, computed in FP8 (nvfp4_f8), where down's D takes 256-row CTAs and
+    // the hybrid does not split gate_up (I > 512).
     const bool fp8 = f == GroupedFmt::kFp8Block, nv = f == GroupedFmt::kNvfp4;
     EXPECT_EQ(moe_launch(w, sm90, f, 4096).fp8_act, fp8 || nv) << moe_fmt_name(f);
     EXPECT_EQ(moe_launch(w, sm90, f, 4096).nvfp4_f8, nv) << moe_fmt_name(f);
-    EXPECT_FALSE(moe_launch(d, sm90, f, 256).nvfp4_f8) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, sm90, f, 255).nvfp4_f8) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 256).nvfp4_f8, nv) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, sm120, f, 256).nvfp4_f8) << moe_fmt_name(f);
+    EXPECT_EQ(grouped_fp8_act_bytes(moe_launch(d, sm90, f, 256), f, 256, 6144, 2048, 8) > 0,
+              fp8 || nv)
+        << moe_fmt_name(f);
+    EXPECT_EQ(grouped_fp8_act_bytes(moe_launch(d, sm90, f, 256), f, 256, 6144, 256, 8) > 0, fp8)
+        << moe_fmt_name(f) << ": the hybrid splits gate_up of I 256 (F16 kernel)";
     EXPECT_EQ(grouped_fp8_act_bytes(moe_launch(w, sm90, f, 4096), f, 4096, 6144, 2048, 8) > 0,
               fp8 || nv)
         << moe_fmt_name(f);
     EXPECT_EQ(grouped_fp8_act_bytes(moe_launch(w, sm90, f, 4096), f, 4096, 6016, 2048, 8) > 0, fp8)
         << moe_fmt_name(f) << ": D % 256 != 0";
     EXPECT_EQ(moe_launch(d, sm90, f, 64).fp8_act, fp8) << moe_fmt_name(f);
-    EXPECT_EQ(moe_launch(d, sm90, f, 256).fp8_act, fp8) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 256).fp8_act, fp8 || nv) << moe_fmt_name(f);
     EXPECT_EQ(moe_launch(d, sm90, f, 48).fp8_act, fp8) << moe_fmt_name(f);
     EXPECT_EQ(grouped_fp8_act_bytes(moe_launch(d, sm90, f, 48), f, 48, 6144, 2048, 8) > 0, fp8)
         << moe_fmt_name(f);

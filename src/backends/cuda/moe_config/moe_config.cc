@@ -249,8 +249,17 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // 2026-12-04 session 32; moe_bench --ab "--nvf8 1", uniform routing, whole layer): glm5 T 2048 /
   // 4096 / 8192 4931 / 7641 / 12358 -> 4904 / 6920 / 11564 us, dsv3 T 4096 / 8192 8872 / 14293
   // -> 8124 / 13385, TP8 T 4096 / 8192 1311 / 2191 -> 1129 / 1905, EP8 1175 / 1859 -> 1042 /
-  // 1676. Not for the hybrid's big tiles (their F16 kernel; not measured).
-  if (f == GroupedFmt::kNvfp4 && l.wgmma) l.fp8_act = l.nvfp4_f8 = true;
+  // 1676. The hybrid's big tiles (decode calls with hot experts) from T 256 rows: there they
+  // win where experts are hot and lose little where the gate streams everything (x quantized for
+  // nothing, down without PDL behind the fused h quantization). NOTE: measured on the H200
+  // (docs/perf.md, 2026-12-04 session 33, with the table conversion; moe_bench --ab "--nvf8 1",
+  // glm5 / dsv3 / EP8 x hot8 / zipf1 / uniform x T 64..1024), B/A at T 256 / 512 / 1024: glm5
+  // hot8 0.92 / 0.90 / 0.89, zipf1 0.98 / 0.97 / 0.95, uniform 1.01 / 1.00 / 1.00; dsv3 hot8
+  // 0.91 / 0.89 / 0.89, zipf1 0.98 / 0.97 / 0.95, uniform 1.01 / 1.01 / 1.00; EP8 hot8 0.95 /
+  // 1.00 / 1.00, zipf1 0.97 / 0.97 / 1.00, uniform 1.02 / 1.02 / 1.01. Below T 256 mixed (glm5
+  // hot8 T 64 0.73, EP8 hot8 T 64 1.04, EP8 zipf1 / uniform T 64 / 128 1.01-1.03).
+  if (f == GroupedFmt::kNvfp4 && (l.wgmma || (l.wgmma_min_tokens > 0 && T >= 256)))
+    l.fp8_act = l.nvfp4_f8 = true;
   // Programmatic dependent launch for FP8 from sm_90, except the warpgroup-MMA launch (prefill).
   // NOTE: measured on the H200 (docs/perf.md, 2026-12-02 session 19; the call's launches with and
   // without it, same routing, alternated): FP8 T 1..8 0.5-6% faster on glm5 / dsv3 / TP8 / EP8
