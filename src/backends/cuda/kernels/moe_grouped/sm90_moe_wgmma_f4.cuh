@@ -95,40 +95,71 @@ __device__ __forceinline__ void f4_build_lut(uint32_t lut, int tid) {
 }
 // F4: this thread's 8 units of raw stage `raw` (landed) into the stage's weight tiles at `tile`,
 // by the magnitude tables at `lut` (grouped::nvfp4_word_to_e4m3; words 0, 1 of a unit in the
-// scale word's first group, 2, 3 in its second).
-__device__ __forceinline__ void f4_dequant(const F4Thread& t, int tid, uint32_t raw, uint32_t tile,
-                                           uint32_t lut) {
+// scale word's first group, 2, 3 in its second). In two batches of 4 units whose shared-memory
+// loads are issued together (codes and scale words, then the tables they select): one producer
+// warp per scheduler has no
+// other warp to hide a load's latency behind (ncu, session 33: one unit at a time, its loads
+// then its arithmetic, left the producer issuing 19% of its cycles, waiting on shared-memory
+// results 36%, and the consumers waiting on `full` 40% of theirs).
+struct F4Raw {
+  uint4 w[4];
+  uint32_t sw[4];
+};
+__device__ __forceinline__ void f4_load_raw(F4Raw& r, int tid, uint32_t raw, int i0) {
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    uint4 w;
-    uint32_t sw;
+  for (int b = 0; b < 4; ++b)
     asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
-                 : "r"(raw + (i * 128 + tid) * 16));
+                 : "=r"(r.w[b].x), "=r"(r.w[b].y), "=r"(r.w[b].z), "=r"(r.w[b].w)
+                 : "r"(raw + ((i0 + b) * 128 + tid) * 16));
+#pragma unroll
+  for (int b = 0; b < 4; ++b)
     asm volatile("ld.shared.u32 %0, [%1];"
-                 : "=r"(sw)
-                 : "r"(raw + kF4RawCodeBytes + (i * 128 + tid) * 4));
-    const uint32_t sc = t.hi ? sw >> 16 : sw & 0xffffu;
-    uint32_t l[2][2];
+                 : "=r"(r.sw[b])
+                 : "r"(raw + kF4RawCodeBytes + ((i0 + b) * 128 + tid) * 4));
+}
+// The tables of the batch's scales: [unit][group][word].
+__device__ __forceinline__ void f4_load_lut(const F4Thread& t, const F4Raw& r, uint32_t lut,
+                                            uint32_t (&l)[4][2][2]) {
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    const uint32_t sc = t.hi ? r.sw[b] >> 16 : r.sw[b] & 0xffffu;
 #pragma unroll
     for (int g = 0; g < 2; ++g)
       asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];"
-                   : "=r"(l[g][0]), "=r"(l[g][1])
+                   : "=r"(l[b][g][0]), "=r"(l[b][g][1])
                    : "r"(lut + ((sc >> (8 * g)) & 0xffu) * 8));
-    const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
+  }
+}
+__device__ __forceinline__ void f4_convert_store(const F4Thread& t, const F4Raw& r,
+                                                 const uint32_t (&l)[4][2][2], uint32_t tile,
+                                                 int i0) {
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    const uint32_t ws[4] = {r.w[b].x, r.w[b].y, r.w[b].z, r.w[b].w};
     uint32_t q[8];  // E4M3 of k 32 c + 0..31 in order
 #pragma unroll
     for (int wd = 0; wd < 4; ++wd) {
       uint32_t o[2];
-      grouped::nvfp4_word_to_e4m3(ws[wd], l[wd >> 1][0], l[wd >> 1][1], o);
+      grouped::nvfp4_word_to_e4m3(ws[wd], l[b][wd >> 1][0], l[b][wd >> 1][1], o);
       q[2 * wd] = o[0], q[2 * wd + 1] = o[1];
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h)
       asm volatile(
-          "st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(tile + t.st[h] + f4_unit_offset(i)),
+          "st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(tile + t.st[h] + f4_unit_offset(i0 + b)),
           "r"(q[4 * h]), "r"(q[4 * h + 1]), "r"(q[4 * h + 2]), "r"(q[4 * h + 3])
           : "memory");
+  }
+}
+__device__ __forceinline__ void f4_dequant(const F4Thread& t, int tid, uint32_t raw, uint32_t tile,
+                                           uint32_t lut) {
+#pragma unroll
+  for (int i0 = 0; i0 < 8; i0 += 4) {
+    F4Raw r;
+    uint32_t l[4][2][2];
+    f4_load_raw(r, tid, raw, i0);
+    f4_load_lut(t, r, lut, l);
+    f4_convert_store(t, r, l, tile, i0);
   }
 }
 

@@ -214,8 +214,9 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     __syncthreads();
 
   // F4's producer dequantizes: more registers for it, fewer for the consumers (at 216 the plain
-  // instances' consumers do not spill; 56 / 224 spilled the producer's loop state, 60 bytes).
-  constexpr int kProdRegs = F4 ? 64 : 40, kConsRegs = F4 ? 216 : 232;
+  // instances' consumers do not spill; 56 / 224 spilled the producer's loop state, 60 bytes; 72
+  // for its loads in batches of 4 units, which spill 4 bytes around the `empty` wait in gate_up).
+  constexpr int kProdRegs = F4 ? 72 : 40, kConsRegs = F4 ? 216 : 232;
   static_assert(128 * kProdRegs + 256 * kConsRegs <= 168 * kWsThreads);
   if (warp < 4 && F4) {
     // F4 producer: jobs in order (unit first + n stride, k-step ks); the raw copies run
