@@ -559,9 +559,9 @@ int main(int argc, char** argv) {
               g_shared == 2 ? grouped_fp8_act_bytes(l_alone, L.fmt, R, sh.D, sh.I, 1) : 0;
           for (const MoeKernelConfig& c : cands)
             for (const LaunchOverrides* o : {&g_ov, g_ab ? &g_ov_b : &g_ov})
-              qbytes =
-                  std::max(qbytes, grouped_fp8_act_bytes(o->apply(moe_launch(c, lim, L.fmt, R)),
-                                                         L.fmt, R, sh.D, sh.I, KS));
+              qbytes = std::max(qbytes,
+                                grouped_fp8_act_bytes(o->apply(moe_launch(c, lim, L.fmt, R, ge->E)),
+                                                      L.fmt, R, sh.D, sh.I, KS));
           uint8_t* q = nullptr;
           CK(cudaMalloc(&q, std::max<int64_t>(qbytes, 16)));
           GroupedScratch s{xa, slot, tiles, ntiles, h, out, sk_counters, sk_partials, slot_w, q};
@@ -572,7 +572,7 @@ int main(int argc, char** argv) {
           MoeKernelConfig best = heur;
           int best_big = -1;  // the hybrid's 128-token tiles in the reported configuration's call
           for (const MoeKernelConfig& cfg : cands) {
-            const GroupedLaunch l = with_overrides(moe_launch(cfg, lim, L.fmt, R));
+            const GroupedLaunch l = with_overrides(moe_launch(cfg, lim, L.fmt, R, ge->E));
             auto capture = [&](const GroupedLaunch& lx, cudaGraph_t* graph) {
               auto layer = [&] {
                 run_grouped_experts(*ge, y, sh.D, x, sh.D, idd, K, w, K, R, K, s, lx, st);
@@ -593,7 +593,8 @@ int main(int argc, char** argv) {
             cudaGraphExec_t exec = capture(l, &graph), exec_b = nullptr;
             // --ab: the same configuration with the B overrides, its replays interleaved with
             // A's (A B, then B A, ...), so both see the same clocks and power state.
-            if (g_ab) exec_b = capture(g_ov_b.apply(moe_launch(cfg, lim, L.fmt, R)), &graph_b);
+            if (g_ab)
+              exec_b = capture(g_ov_b.apply(moe_launch(cfg, lim, L.fmt, R, ge->E)), &graph_b);
             const int nv = g_ab ? 2 : 1;
             std::vector<cudaEvent_t> ev(2 * nv * iters);
             for (auto& e : ev) CK(cudaEventCreate(&e));

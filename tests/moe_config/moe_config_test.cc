@@ -168,7 +168,14 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(moe_launch(w, sm90, f, 4096).fp8_act, fp8 || nv) << moe_fmt_name(f);
     EXPECT_EQ(moe_launch(w, sm90, f, 4096).nvfp4_f8, nv) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm90, f, 255).nvfp4_f8) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, sm90, f, 255, 32).nvfp4_f8) << moe_fmt_name(f);  // EP8's experts
     EXPECT_EQ(moe_launch(d, sm90, f, 256).nvfp4_f8, nv) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 256, 32).nvfp4_f8, nv) << moe_fmt_name(f);
+    // ... and from the hybrid's first T with 128 experts or more on the GPU.
+    EXPECT_EQ(moe_launch(d, sm90, f, 48, 256).nvfp4_f8, nv) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 48, 128).fp8_act, fp8 || nv) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, sm90, f, 48, 127).nvfp4_f8) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, sm120, f, 48, 256).nvfp4_f8) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm120, f, 256).nvfp4_f8) << moe_fmt_name(f);
     EXPECT_EQ(grouped_fp8_act_bytes(moe_launch(d, sm90, f, 256), f, 256, 6144, 2048, 8) > 0,
               fp8 || nv)

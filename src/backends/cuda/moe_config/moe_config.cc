@@ -110,6 +110,9 @@ constexpr double kTcMinTokensPerExpert = 32;
 constexpr double kWgmmaMinTokensBf16 = 32;
 constexpr double kWgmmaMinTokensQuant = 48;
 constexpr double kTcWideTokensPerExpert = 64;
+// NVFP4's hybrid big tiles in FP8 below T 256 rows only with this many experts on the GPU or more
+// (moe_launch; EP8's 32 lost 1-3% there, the unsharded 256 won up to 44%).
+constexpr int64_t kGroupedNvf8HybridMinExperts = 128;
 
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim) {
   // Expected tokens per expert (T*K/E). Measured on the H200 (docs/perf.md, sweep of 2026-11-30):
@@ -188,7 +191,7 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
 }
 
 GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f,
-                         int64_t T) {
+                         int64_t T, int64_t E) {
   GroupedLaunch l;
   l.nb = c.nb;
   l.warps_per_cta = c.warps_per_cta;
@@ -249,16 +252,18 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // 2026-12-04 session 32; moe_bench --ab "--nvf8 1", uniform routing, whole layer): glm5 T 2048 /
   // 4096 / 8192 4931 / 7641 / 12358 -> 4904 / 6920 / 11564 us, dsv3 T 4096 / 8192 8872 / 14293
   // -> 8124 / 13385, TP8 T 4096 / 8192 1311 / 2191 -> 1129 / 1905, EP8 1175 / 1859 -> 1042 /
-  // 1676. The hybrid's big tiles (decode calls with hot experts) from T 256 rows: there they
-  // win where experts are hot and lose little where the gate streams everything (x quantized for
-  // nothing, down without PDL behind the fused h quantization). NOTE: measured on the H200
-  // (docs/perf.md, 2026-12-04 session 33, with the table conversion; moe_bench --ab "--nvf8 1",
-  // glm5 / dsv3 / EP8 x hot8 / zipf1 / uniform x T 64..1024), B/A at T 256 / 512 / 1024: glm5
-  // hot8 0.92 / 0.90 / 0.89, zipf1 0.98 / 0.97 / 0.95, uniform 1.01 / 1.00 / 1.00; dsv3 hot8
-  // 0.91 / 0.89 / 0.89, zipf1 0.98 / 0.97 / 0.95, uniform 1.01 / 1.01 / 1.00; EP8 hot8 0.95 /
-  // 1.00 / 1.00, zipf1 0.97 / 0.97 / 1.00, uniform 1.02 / 1.02 / 1.01. Below T 256 mixed (glm5
-  // hot8 T 64 0.73, EP8 hot8 T 64 1.04, EP8 zipf1 / uniform T 64 / 128 1.01-1.03).
-  if (f == GroupedFmt::kNvfp4 && (l.wgmma || (l.wgmma_min_tokens > 0 && T >= 256)))
+  // 1676. The hybrid's big tiles (decode calls with hot experts) from T 256 rows, and with 128 or
+  // more experts on the GPU (unsharded, TP) from the hybrid's first T: there they win where
+  // experts are hot and lose little where the gate streams everything (x quantized for nothing,
+  // down without PDL behind the fused h quantization). NOTE: measured on the H200 (docs/perf.md,
+  // 2026-12-04 session 33, with the producer's batched loads; moe_bench --ab "--nvf8 0|1", time
+  // with / without): glm5 hot8 T 48 / 64 / 128 / 192 0.56 / 0.62 / 0.86 / 0.75, T 256 / 512 /
+  // 1024 0.83 / 0.80 / 0.80; zipf1 T 48..128 1.00-1.01, T 192..1024 0.97-0.92; uniform T 48..1024
+  // 0.997-1.010; dsv3 alike (hot8 0.56-0.86, zipf1 0.97-1.006, uniform 0.999-1.007); EP8 (32
+  // experts) T 256 / 512 / 1024 hot8 0.88 / 1.04 / 0.81, zipf1 0.94 / 0.90 / 0.80, uniform
+  // 1.025 / 1.012 / 1.007, but T 48..128 hot8 1.00-1.05, zipf1 1.017-1.022, uniform 1.011-1.028.
+  if (f == GroupedFmt::kNvfp4 &&
+      (l.wgmma || (l.wgmma_min_tokens > 0 && (T >= 256 || E >= kGroupedNvf8HybridMinExperts))))
     l.fp8_act = l.nvfp4_f8 = true;
   // Programmatic dependent launch for FP8 from sm_90, except the warpgroup-MMA launch (prefill).
   // NOTE: measured on the H200 (docs/perf.md, 2026-12-02 session 19; the call's launches with and

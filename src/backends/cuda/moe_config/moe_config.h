@@ -83,9 +83,11 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
 // the warpgroup-MMA GEMM take E4M3 activations (GroupedLaunch::fp8_act): with a tc configuration,
 // and in the hybrid (from T 48), whose big tiles take the warp-specialized kernel
 // (GroupedLaunch::wgmma_ws; its narrow instance at T <= 64, grouped_hybrid_narrow). NVFP4 experts
-// with a tc configuration are computed in FP8 (GroupedLaunch::nvfp4_f8, E4M3 activations).
+// with a tc configuration are computed in FP8 (GroupedLaunch::nvfp4_f8, E4M3 activations), and in
+// the hybrid's big tiles from T 256 rows, or from its first T with E >= 128 experts on the GPU
+// (E: the call's experts, 0 if unknown).
 GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f,
-                         int64_t T);
+                         int64_t T, int64_t E = 0);
 // Calls of at most this many tokens run a shared expert of the routed shape inside the grouped
 // kernels (one more expert and slot per token, CudaOps::moe_experts); larger ones run it alone
 // after the routed ones (moe_shared_alone_launch): one below the hybrid's threshold (on devices
