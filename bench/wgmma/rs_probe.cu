@@ -1,0 +1,278 @@
+// bench/wgmma/rs_probe: can an NVFP4 decode GEMM on warpgroup MMA with the weights in registers
+// keep up with HBM? The NVFP4 ring (moe_gemm_pipe_kernel) computes 16-token tiles at 58-63% of
+// 4.8 TB/s (glm5 T 256) while its copy skeleton alone streams 88% (bench/copy/ring_bench, two
+// k-steps per stage): the F16 mma.sync math is what costs it there (per 8 codes 11 integer
+// operations + 4 HMUL2, activations loaded per mma). This probe keeps that skeleton (per-warp
+// cp.async rings of two k-steps per stage: 16 rows x 128 k of codes, 1024 bytes, and their 128
+// scale bytes per k-step, each lane reading back only what it copied) and replaces the math with
+// - the conversion of each lane's 64 codes to E4M3 by table (grouped::nvfp4_word_to_e4m3: a
+//   byte-permute into the scale's 8-byte table of E4M3 magnitudes, the sign XORed in; 10 integer
+//   operations per 8 codes), the 16 registers being the lane's A fragments of 4 wgmma m64nNk32
+//   (a warpgroup's 4 warps = 64 weight rows), and
+// - 4 wgmma.mma_async m64nNk32 E4M3 per k-step with A from registers and B = N tokens' E4M3
+//   activations resident in shared memory (128-byte swizzle rows of 128 k), one commit group per
+//   k-step, one group in flight (the A registers double-buffered).
+// Timing-only: the values are not a GEMM's (the table and the activations are synthetic, the
+// fragment order is not matched to the activations'); what it measures is whether this math fits
+// under the copy skeleton. Modes: --math 0 the skeleton (one XOR per loaded word), 1 + the
+// conversion (folded into a XOR), 2 + the wgmma. Codes and scales lie in two regions (as an expert
+// matrix and its scales do); every warp streams one contiguous slice of each.
+// Usage: rs_probe [--n 8,16,32] [--math 0,1,2] [--stages 2,3] (2..4) [--ctas 4] [--mb 2048]
+// Output: per case, GB/s of codes + scales and % of 4.8 TB/s (median of 7 launches).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../common/bench_util.cuh"
+#include "../copy/ring_common.cuh"
+#include "backends/cuda/kernels/moe_grouped/dequant_bits.h"
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_common.cuh"
+#include "backends/cuda/kernels/moe_grouped/sm90_moe_wgmma_gemm.cuh"
+
+namespace {
+
+using namespace moe::cuda;
+using namespace moe::cuda::wgmma_gemm;
+
+constexpr int kStepCodes = 1024;  // a warp's k-step: 16 rows x 64 bytes (128 k)
+constexpr int kStepScales = 128;  // 16 rows x 8 groups
+constexpr int kStageBytes2 = 2 * (kStepCodes + kStepScales);
+constexpr int kBTile = 4096;  // up to 32 tokens x 128 bytes
+constexpr int kLut = 2048;
+
+size_t smem_bytes(int stages) { return 1024 + kBTile + kLut + 4 * stages * kStageBytes2; }
+
+// wgmma m64nNk32 E4M3 x E4M3 -> f32, A (4 registers per thread) from registers, B by descriptor.
+template <int N>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t* a, uint64_t db) {
+#ifdef MOE_WGMMA_ENABLED
+  if constexpr (N == 8) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, 1, "
+        "1, 1;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+  } else if constexpr (N == 16) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0,%1,%2,%3,%4,%5,%6,%7}, "
+        "{%8,%9,%10,%11}, %12, 1, 1, 1;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+  } else {
+    static_assert(N == 32);
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, 1, 1, "
+        "1;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+  }
+#endif
+}
+
+struct Params {
+  const uint8_t* codes;   // warps x steps x 1024
+  const uint8_t* scales;  // warps x steps x 128
+  int steps;              // per warp (even)
+  float* sink;
+};
+
+template <int N, int MATH, int S>
+__global__ void __launch_bounds__(128) rs_probe_kernel(const Params p) {
+#ifdef MOE_WGMMA_ENABLED
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t s0 = (raw + 1023u) & ~1023u;
+  uint8_t* sp = smem_raw + (s0 - raw);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  // Activations: E4M3 1.0; the tables: synthetic E4M3 magnitudes (finite).
+  for (int i = tid; i < kBTile / 4; i += 128) reinterpret_cast<uint32_t*>(sp)[i] = 0x38383838u;
+  for (int i = tid; i < kLut / 4; i += 128)
+    reinterpret_cast<uint32_t*>(sp + kBTile)[i] = 0x30282018u + (i & 7) * 0x01010101u;
+  fence_proxy_async();
+  __syncthreads();
+  const uint32_t lut = s0 + kBTile;
+  const uint32_t ring = s0 + kBTile + kLut + warp * S * kStageBytes2;
+  const int64_t gw = static_cast<int64_t>(blockIdx.x) * 4 + warp;
+  const uint8_t* cs = p.codes + gw * p.steps * kStepCodes;
+  const uint8_t* ss = p.scales + gw * p.steps * kStepScales;
+  const int pairs = p.steps / 2;
+  auto issue = [&](int pr) {
+    if (pr < pairs) {
+      const uint32_t st = ring + (pr % S) * kStageBytes2;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t s = 2 * pr + h;
+        grouped::cp_async16(st + h * kStepCodes + lane * 16, cs + s * kStepCodes + lane * 16);
+        grouped::cp_async16(st + h * kStepCodes + 512 + lane * 16,
+                            cs + s * kStepCodes + 512 + lane * 16);
+        grouped::cp_async4(st + 2 * kStepCodes + h * kStepScales + lane * 4,
+                           ss + s * kStepScales + lane * 4);
+      }
+    }
+    grouped::cp_async_commit();
+  };
+#pragma unroll
+  for (int j = 0; j < S - 1; ++j) issue(j);
+  const uint64_t db = smem_desc(s0);
+  float d[N / 2];
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) d[i] = 0.f;
+  uint32_t x = 0;
+  uint32_t a[2][16];
+  for (int pr = 0; pr < pairs; ++pr) {
+    grouped::cp_async_wait<S - 2>();
+    const uint32_t st = ring + (pr % S) * kStageBytes2;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      uint4 c[2];
+      uint32_t sw;
+#pragma unroll
+      for (int q = 0; q < 2; ++q)
+        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(c[q].x), "=r"(c[q].y), "=r"(c[q].z), "=r"(c[q].w)
+                     : "r"(st + h * kStepCodes + q * 512 + lane * 16));
+      asm volatile("ld.shared.u32 %0, [%1];"
+                   : "=r"(sw)
+                   : "r"(st + 2 * kStepCodes + h * kStepScales + lane * 4));
+      if constexpr (MATH == 0) {
+        x ^= c[0].x ^ c[0].y ^ c[0].z ^ c[0].w ^ c[1].x ^ c[1].y ^ c[1].z ^ c[1].w ^ sw;
+      } else {
+        uint32_t l[4][2];  // the tables of the lane's 4 scale bytes (2 rows x 2 groups)
+#pragma unroll
+        for (int g = 0; g < 4; ++g)
+          asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];"
+                       : "=r"(l[g][0]), "=r"(l[g][1])
+                       : "r"(lut + ((sw >> (8 * g)) & 0xffu) * 8));
+        const uint32_t w[8] = {c[0].x, c[0].y, c[0].z, c[0].w, c[1].x, c[1].y, c[1].z, c[1].w};
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          uint32_t o[2];
+          grouped::nvfp4_word_to_e4m3(w[i], l[i >> 1][0], l[i >> 1][1], o);
+          a[h][2 * i] = o[0], a[h][2 * i + 1] = o[1];
+        }
+        if constexpr (MATH == 1) {
+#pragma unroll
+          for (int i = 0; i < 16; ++i) x ^= a[h][i];
+        } else {
+          wgmma_fence();
+#pragma unroll
+          for (int j = 0; j < 4; ++j) wgmma_rs<N>(d, &a[h][4 * j], db + 2 * j);
+          wgmma_commit();
+          wgmma_wait<1>();
+        }
+      }
+    }
+    issue(pr + S - 1);
+  }
+  grouped::cp_async_wait<0>();
+  if constexpr (MATH == 2) wgmma_wait<0>();
+  float sum = static_cast<float>(x & 1u);
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) sum += d[i];
+  if (sum == 1.2345e-7f) p.sink[gw] = sum;  // keeps the work
+#endif
+}
+
+using KernelFn = void (*)(Params);
+template <int N, int MATH>
+KernelFn pick(int stages) {
+  return stages == 2   ? rs_probe_kernel<N, MATH, 2>
+         : stages == 3 ? rs_probe_kernel<N, MATH, 3>
+                       : rs_probe_kernel<N, MATH, 4>;
+}
+template <int N>
+KernelFn pick(int math, int stages) {
+  return math == 0 ? pick<N, 0>(stages) : math == 1 ? pick<N, 1>(stages) : pick<N, 2>(stages);
+}
+KernelFn pick(int n, int math, int stages) {
+  return n == 8 ? pick<8>(math, stages) : n == 16 ? pick<16>(math, stages) : pick<32>(math, stages);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<double> ns{8, 16, 32}, maths{0, 1, 2}, stages{2, 3};
+  int ctas = 4;
+  double mb = 2048;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has = i + 1 < argc;
+    if (a == "--n" && has) {
+      ns.clear();
+      if (!moe::bench::parse_list(argv[0], "--n", argv[++i], ns, 8, 32)) return 2;
+    } else if (a == "--math" && has) {
+      maths.clear();
+      if (!moe::bench::parse_list(argv[0], "--math", argv[++i], maths, 0, 2)) return 2;
+    } else if (a == "--stages" && has) {
+      stages.clear();
+      if (!moe::bench::parse_list(argv[0], "--stages", argv[++i], stages, 2, 4)) return 2;
+    } else if (a == "--ctas" && has) {
+      ctas = std::atoi(argv[++i]);
+    } else if (a == "--mb" && has) {
+      mb = std::atof(argv[++i]);
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--n 8,16,32] [--math 0,1,2] [--stages 2,3,4] [--ctas N] [--mb MB]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  for (double n : ns)
+    if (n != 8 && n != 16 && n != 32) {
+      std::fprintf(stderr, "%s: --n takes 8, 16 or 32\n", argv[0]);
+      return 2;
+    }
+  if (ctas < 1 || ctas > 8 || mb < 64) {
+    std::fprintf(stderr, "%s: --ctas 1..8, --mb >= 64\n", argv[0]);
+    return 2;
+  }
+  cudaDeviceProp prop;
+  if (!moe::bench::sm90_device(argv[0], &prop)) return 1;
+  const int64_t warps = static_cast<int64_t>(prop.multiProcessorCount) * ctas * 4;
+  const int64_t total = static_cast<int64_t>(mb * (1 << 20));
+  int steps = static_cast<int>(total / (warps * (kStepCodes + kStepScales)));
+  steps &= ~1;
+  const int64_t code_bytes = warps * steps * kStepCodes, scale_bytes = warps * steps * kStepScales;
+  uint8_t *codes, *scales;
+  float* sink;
+  CK(cudaMalloc(&codes, code_bytes));
+  CK(cudaMalloc(&scales, scale_bytes));
+  CK(cudaMalloc(&sink, warps * 4));
+  moe::bench::fill(codes, code_bytes, 1, 0);
+  moe::bench::fill(scales, scale_bytes, 2, 2);
+  std::printf("rs_probe: %s, %d SMs, %d CTAs of 4 warps per SM, %d k-steps per warp, %.0f MB\n",
+              prop.name, prop.multiProcessorCount, ctas, steps,
+              static_cast<double>(code_bytes + scale_bytes) / 1e6);
+  std::printf("%4s %5s %7s %10s %9s %7s\n", "n", "math", "stages", "us", "GB/s", "%4.8");
+  for (double n : ns)
+    for (double m : maths)
+      for (double s : stages) {
+        KernelFn k = pick(static_cast<int>(n), static_cast<int>(m), static_cast<int>(s));
+        const size_t sm = smem_bytes(static_cast<int>(s));
+        CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(sm)));
+        const Params p{codes, scales, steps, sink};
+        const dim3 grid(static_cast<unsigned>(prop.multiProcessorCount * ctas));
+        k<<<grid, 128, sm>>>(p);  // warm-up
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        const float ms =
+            moe::bench::median_ms_per_launch(7, 1, [&](int) { k<<<grid, 128, sm>>>(p); });
+        const double gbs = static_cast<double>(code_bytes + scale_bytes) / (ms * 1e-3) / 1e9;
+        std::printf("%4d %5d %7d %10.1f %9.1f %6.1f%%\n", static_cast<int>(n), static_cast<int>(m),
+                    static_cast<int>(s), ms * 1e3, gbs, gbs / 4800 * 100);
+      }
+  CK(cudaFree(codes));
+  CK(cudaFree(scales));
+  CK(cudaFree(sink));
+  return 0;
+}
