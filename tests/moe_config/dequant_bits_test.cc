@@ -204,5 +204,49 @@ TEST(DequantBits, Nvfp4ToE4m3ByTableIsTheRoundedProduct) {
   }
 }
 
+// The activation order of the warpgroup-MMA decode design (wgmma_rs_act_pos): a bijection of each
+// 128-k block, its inverse; and, composing three descriptions made apart, for every lane (g, c)
+// of a warp, wgmma j and fragment element e: the m16n8k32 8-bit A layout (element e of register
+// e / 4: row g + 8 ((e / 4) % 2), column 4 c + e % 4 + 16 (e / 8)), the register the design feeds
+// it (row g or g + 8, out register 2 j + e / 8 of nvfp4_word_to_e4m3 on the lane's words) and the
+// packed layout (the lane's code t of a row is byte 16 c + t / 2 of the row's step, k 32 c + t):
+// the weight at (row, k) meets the activation stored at the position the fragment column names.
+TEST(DequantBits, WgmmaRsActivationOrder) {
+  std::vector<int> seen(256, 0);
+  for (int k = 0; k < 256; ++k) {
+    const int p = wgmma_rs_act_pos(k);
+    ASSERT_GE(p, k & ~127);
+    ASSERT_LT(p, (k & ~127) + 128);
+    ++seen[p];
+    EXPECT_EQ(wgmma_rs_act_k(p), k);
+  }
+  for (int p = 0; p < 256; ++p) EXPECT_EQ(seen[p], 1) << "position " << p;
+  const int64_t row_bytes = 64;  // one 128-k step
+  for (int g = 0; g < 8; ++g)
+    for (int c = 0; c < 4; ++c) {
+      const int lane = 4 * g + c;
+      for (int j = 0; j < 4; ++j)
+        for (int e = 0; e < 16; ++e) {
+          const int row = g + 8 * ((e / 4) % 2);
+          const int col = 4 * c + e % 4 + 16 * (e / 8);  // the fragment's column in wgmma j
+          // The design: out register R = 2 j + e / 8 of the row, byte e % 4: code t = 4 R + e % 4
+          // of the lane's 32 codes of that row.
+          const int t = 4 * (2 * j + e / 8) + e % 4;
+          // Where that code lives in the packed step and which k it is: the lane's bytes of the
+          // row are at (32 * (row / 8) + lane) * 16 + 0..15, byte t / 2, nibble t % 2.
+          const int64_t off = (32 * (row / 8) + lane) * 16 + t / 2;
+          int64_t b = -1;
+          for (int64_t bb = 0; bb < row_bytes; ++bb)
+            if (packed_data_offset(true, row_bytes, row, bb) == off) b = bb;
+          ASSERT_GE(b, 0);
+          const int k = static_cast<int>(2 * b + t % 2);
+          EXPECT_EQ(wgmma_rs_act_pos(k), 32 * j + col)
+              << "lane " << lane << " wgmma " << j << " element " << e;
+          // ... and its NVFP4 scale is the lane's scale-word byte of (row, group k / 16).
+          EXPECT_EQ(k / 16, 2 * c + (t >= 16 ? 1 : 0));
+        }
+    }
+}
+
 }  // namespace
 }  // namespace moe::cuda::grouped
