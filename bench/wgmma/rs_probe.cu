@@ -15,12 +15,19 @@
 // Timing-only: the values are not a GEMM's (the table and the activations are synthetic, the
 // fragment order is not matched to the activations'); what it measures is whether this math fits
 // under the copy skeleton. Modes: --math 0 the skeleton (one XOR per loaded word), 1 + the
-// conversion (folded into a XOR), 2 + the wgmma. Codes and scales lie in two regions (as an expert
-// matrix and its scales do); every warp streams one contiguous slice of each.
-// Usage: rs_probe [--n 8,16,32] [--math 0,1,2] [--stages 2,3] (2..4) [--ctas 4] [--mb 2048]
-// Output: per case, GB/s of codes + scales and % of 4.8 TB/s (median of 7 launches).
+// conversion (folded into a XOR), 2 + the wgmma, 3 + the B tile per k-step: each stage also
+// holds the N tokens' 128 bytes of every k-step, copied by the 4 warps (cp.async from an
+// L2-resident activation buffer of 6144 k), a named barrier of the warpgroup after each warp's
+// wait and a proxy fence before the wgmma (what a real kernel needs; modes 2 keeps B resident).
+// Codes and scales lie in two regions (as an expert matrix and its scales do); every warp streams
+// one contiguous slice of each.
+// Usage: rs_probe [--n 8,16,32] [--math 0,1,2,3] [--stages 2,3] (2..4) [--ctas 4] [--mb 2048]
+// (--ctas: CTAs of 4 warps per SM asked for; fewer when shared memory does not fit them).
+// Output: per case, GB/s of codes + scales (activations not counted: L2-resident) and % of 4.8
+// TB/s (median of 7 launches).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -45,7 +52,10 @@ constexpr int kStageBytes2 = 2 * (kStepCodes + kStepScales);
 constexpr int kBTile = 4096;  // up to 32 tokens x 128 bytes
 constexpr int kLut = 2048;
 
-size_t smem_bytes(int stages) { return 1024 + kBTile + kLut + 4 * stages * kStageBytes2; }
+constexpr int kActK = 6144;  // the activation rows' k (mode 3)
+size_t smem_bytes(int n, int math, int stages) {
+  return 1024 + kBTile + kLut + 4 * stages * kStageBytes2 + (math == 3 ? stages * 2 * n * 128 : 0);
+}
 
 // wgmma m64nNk32 E4M3 x E4M3 -> f32, A (4 registers per thread) from registers, B by descriptor.
 template <int N>
@@ -81,6 +91,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t* a, u
 struct Params {
   const uint8_t* codes;   // warps x steps x 1024
   const uint8_t* scales;  // warps x steps x 128
+  const uint8_t* acts;    // mode 3: N x kActK E4M3 activations
   int steps;              // per warp (even)
   float* sink;
 };
@@ -101,6 +112,8 @@ __global__ void __launch_bounds__(128) rs_probe_kernel(const Params p) {
   __syncthreads();
   const uint32_t lut = s0 + kBTile;
   const uint32_t ring = s0 + kBTile + kLut + warp * S * kStageBytes2;
+  const uint32_t bring =
+      s0 + kBTile + kLut + 4 * S * kStageBytes2;  // mode 3: [slot][step] x N x 128
   const int64_t gw = static_cast<int64_t>(blockIdx.x) * 4 + warp;
   const uint8_t* cs = p.codes + gw * p.steps * kStepCodes;
   const uint8_t* ss = p.scales + gw * p.steps * kStepScales;
@@ -116,6 +129,17 @@ __global__ void __launch_bounds__(128) rs_probe_kernel(const Params p) {
                             cs + s * kStepCodes + 512 + lane * 16);
         grouped::cp_async4(st + 2 * kStepCodes + h * kStepScales + lane * 4,
                            ss + s * kStepScales + lane * 4);
+        if constexpr (MATH == 3) {  // the k-step's N x 128 activation bytes, a quarter per warp
+          const uint32_t bs = bring + ((pr % S) * 2 + h) * N * 128;
+          const int64_t kk = (s % (kActK / 128)) * 128;
+#pragma unroll
+          for (int q = 0; q < (2 * N + 31) / 32; ++q) {
+            const int chunk = warp * 2 * N + q * 32 + lane;  // 8 N chunks of 16 bytes in all
+            if (q * 32 + lane < 2 * N)
+              grouped::cp_async16(bs + chunk * 16,
+                                  p.acts + (chunk / 8) * kActK + kk + (chunk % 8) * 16);
+          }
+        }
       }
     }
     grouped::cp_async_commit();
@@ -131,6 +155,10 @@ __global__ void __launch_bounds__(128) rs_probe_kernel(const Params p) {
   for (int pr = 0; pr < pairs; ++pr) {
     grouped::cp_async_wait<S - 2>();
     const uint32_t st = ring + (pr % S) * kStageBytes2;
+    if constexpr (MATH == 3) {  // every warp's activation copies of the stage, for the async proxy
+      fence_proxy_async();
+      asm volatile("bar.sync 1, 128;" ::: "memory");
+    }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       uint4 c[2];
@@ -165,7 +193,10 @@ __global__ void __launch_bounds__(128) rs_probe_kernel(const Params p) {
         } else {
           wgmma_fence();
 #pragma unroll
-          for (int j = 0; j < 4; ++j) wgmma_rs<N>(d, &a[h][4 * j], db + 2 * j);
+          for (int j = 0; j < 4; ++j)
+            wgmma_rs<N>(
+                d, &a[h][4 * j],
+                MATH == 3 ? smem_desc(bring + ((pr % S) * 2 + h) * N * 128) + 2 * j : db + 2 * j);
           wgmma_commit();
           wgmma_wait<1>();
         }
@@ -174,7 +205,7 @@ __global__ void __launch_bounds__(128) rs_probe_kernel(const Params p) {
     issue(pr + S - 1);
   }
   grouped::cp_async_wait<0>();
-  if constexpr (MATH == 2) wgmma_wait<0>();
+  if constexpr (MATH >= 2) wgmma_wait<0>();
   float sum = static_cast<float>(x & 1u);
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) sum += d[i];
@@ -191,7 +222,10 @@ KernelFn pick(int stages) {
 }
 template <int N>
 KernelFn pick(int math, int stages) {
-  return math == 0 ? pick<N, 0>(stages) : math == 1 ? pick<N, 1>(stages) : pick<N, 2>(stages);
+  return math == 0   ? pick<N, 0>(stages)
+         : math == 1 ? pick<N, 1>(stages)
+         : math == 2 ? pick<N, 2>(stages)
+                     : pick<N, 3>(stages);
 }
 KernelFn pick(int n, int math, int stages) {
   return n == 8 ? pick<8>(math, stages) : n == 16 ? pick<16>(math, stages) : pick<32>(math, stages);
@@ -211,7 +245,7 @@ int main(int argc, char** argv) {
       if (!moe::bench::parse_list(argv[0], "--n", argv[++i], ns, 8, 32)) return 2;
     } else if (a == "--math" && has) {
       maths.clear();
-      if (!moe::bench::parse_list(argv[0], "--math", argv[++i], maths, 0, 2)) return 2;
+      if (!moe::bench::parse_list(argv[0], "--math", argv[++i], maths, 0, 3)) return 2;
     } else if (a == "--stages" && has) {
       stages.clear();
       if (!moe::bench::parse_list(argv[0], "--stages", argv[++i], stages, 2, 4)) return 2;
@@ -220,9 +254,10 @@ int main(int argc, char** argv) {
     } else if (a == "--mb" && has) {
       mb = std::atof(argv[++i]);
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--n 8,16,32] [--math 0,1,2] [--stages 2,3,4] [--ctas N] [--mb MB]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--n 8,16,32] [--math 0,1,2,3] [--stages 2,3,4] [--ctas N] [--mb MB]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -239,38 +274,50 @@ int main(int argc, char** argv) {
   if (!moe::bench::sm90_device(argv[0], &prop)) return 1;
   const int64_t warps = static_cast<int64_t>(prop.multiProcessorCount) * ctas * 4;
   const int64_t total = static_cast<int64_t>(mb * (1 << 20));
-  int steps = static_cast<int>(total / (warps * (kStepCodes + kStepScales)));
-  steps &= ~1;
-  const int64_t code_bytes = warps * steps * kStepCodes, scale_bytes = warps * steps * kStepScales;
-  uint8_t *codes, *scales;
+  const int64_t step_bytes = kStepCodes + kStepScales;
+  const int64_t all_steps = total / step_bytes;  // k-steps of the buffers, over all warps
+  uint8_t *codes, *scales, *acts;
   float* sink;
-  CK(cudaMalloc(&codes, code_bytes));
-  CK(cudaMalloc(&scales, scale_bytes));
+  CK(cudaMalloc(&codes, all_steps * kStepCodes));
+  CK(cudaMalloc(&scales, all_steps * kStepScales));
+  CK(cudaMalloc(&acts, 32 * kActK));
   CK(cudaMalloc(&sink, warps * 4));
-  moe::bench::fill(codes, code_bytes, 1, 0);
-  moe::bench::fill(scales, scale_bytes, 2, 2);
-  std::printf("rs_probe: %s, %d SMs, %d CTAs of 4 warps per SM, %d k-steps per warp, %.0f MB\n",
-              prop.name, prop.multiProcessorCount, ctas, steps,
-              static_cast<double>(code_bytes + scale_bytes) / 1e6);
-  std::printf("%4s %5s %7s %10s %9s %7s\n", "n", "math", "stages", "us", "GB/s", "%4.8");
+  moe::bench::fill(codes, all_steps * kStepCodes, 1, 0);
+  moe::bench::fill(scales, all_steps * kStepScales, 2, 2);
+  moe::bench::fill(acts, 32 * kActK, 3, 1);
+  std::printf("rs_probe: %s, %d SMs, up to %d CTAs of 4 warps per SM, %.0f MB\n", prop.name,
+              prop.multiProcessorCount, ctas, static_cast<double>(all_steps * step_bytes) / 1e6);
+  std::printf("%4s %5s %7s %5s %10s %9s %7s\n", "n", "math", "stages", "ctas", "us", "GB/s",
+              "%4.8");
   for (double n : ns)
     for (double m : maths)
       for (double s : stages) {
-        KernelFn k = pick(static_cast<int>(n), static_cast<int>(m), static_cast<int>(s));
-        const size_t sm = smem_bytes(static_cast<int>(s));
+        const int ni = static_cast<int>(n), mi = static_cast<int>(m), si = static_cast<int>(s);
+        KernelFn k = pick(ni, mi, si);
+        const size_t sm = smem_bytes(ni, mi, si);
         CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 static_cast<int>(sm)));
-        const Params p{codes, scales, steps, sink};
-        const dim3 grid(static_cast<unsigned>(prop.multiProcessorCount * ctas));
+        int occ = 0;  // CTAs per SM that fit: the grid is one wave of them
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 128, sm));
+        const int c = std::min(ctas, occ);
+        if (c < 1) {
+          std::printf("%4d %5d %7d: does not fit (%zu bytes of shared memory)\n", ni, mi, si, sm);
+          continue;
+        }
+        const int64_t w = static_cast<int64_t>(prop.multiProcessorCount) * c * 4;
+        const int steps = static_cast<int>(all_steps / w) & ~1;
+        const Params p{codes, scales, acts, steps, sink};
+        const dim3 grid(static_cast<unsigned>(prop.multiProcessorCount * c));
         k<<<grid, 128, sm>>>(p);  // warm-up
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
         const float ms =
             moe::bench::median_ms_per_launch(7, 1, [&](int) { k<<<grid, 128, sm>>>(p); });
-        const double gbs = static_cast<double>(code_bytes + scale_bytes) / (ms * 1e-3) / 1e9;
-        std::printf("%4d %5d %7d %10.1f %9.1f %6.1f%%\n", static_cast<int>(n), static_cast<int>(m),
-                    static_cast<int>(s), ms * 1e3, gbs, gbs / 4800 * 100);
+        const double gbs = static_cast<double>(w * steps * step_bytes) / (ms * 1e-3) / 1e9;
+        std::printf("%4d %5d %7d %5d %10.1f %9.1f %6.1f%%\n", ni, mi, si, c, ms * 1e3, gbs,
+                    gbs / 4800 * 100);
       }
+  CK(cudaFree(acts));
   CK(cudaFree(codes));
   CK(cudaFree(scales));
   CK(cudaFree(sink));
