@@ -110,8 +110,9 @@ constexpr double kTcMinTokensPerExpert = 32;
 constexpr double kWgmmaMinTokensBf16 = 32;
 constexpr double kWgmmaMinTokensQuant = 48;
 constexpr double kTcWideTokensPerExpert = 64;
-// NVFP4's hybrid big tiles in FP8 below T 256 rows only with this many experts on the GPU or more
-// (moe_launch; EP8's 32 lost 1-3% there, the unsharded 256 won up to 44%).
+// NVFP4's hybrid big tiles in FP8 (moe_launch): from this many rows, and below it only with this
+// many experts on the GPU or more (EP8's 32 lost 1-3% there, the unsharded 256 won up to 44%).
+constexpr int64_t kGroupedNvf8HybridMinRows = 256;
 constexpr int64_t kGroupedNvf8HybridMinExperts = 128;
 
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim) {
@@ -263,7 +264,8 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // experts) T 256 / 512 / 1024 hot8 0.88 / 1.04 / 0.81, zipf1 0.94 / 0.90 / 0.80, uniform
   // 1.025 / 1.012 / 1.007, but T 48..128 hot8 1.00-1.05, zipf1 1.017-1.022, uniform 1.011-1.028.
   if (f == GroupedFmt::kNvfp4 &&
-      (l.wgmma || (l.wgmma_min_tokens > 0 && (T >= 256 || E >= kGroupedNvf8HybridMinExperts))))
+      (l.wgmma || (l.wgmma_min_tokens > 0 &&
+                   (T >= kGroupedNvf8HybridMinRows || E >= kGroupedNvf8HybridMinExperts))))
     l.fp8_act = l.nvfp4_f8 = true;
   // Programmatic dependent launch for FP8 from sm_90, except the warpgroup-MMA launch (prefill).
   // NOTE: measured on the H200 (docs/perf.md, 2026-12-02 session 19; the call's launches with and

@@ -97,10 +97,9 @@ __device__ __forceinline__ void f4_build_lut(uint32_t lut, int tid) {
 // by the magnitude tables at `lut` (grouped::nvfp4_word_to_e4m3; words 0, 1 of a unit in the
 // scale word's first group, 2, 3 in its second). In two batches of 4 units whose shared-memory
 // loads are issued together (codes and scale words, then the tables they select): one producer
-// warp per scheduler has no
-// other warp to hide a load's latency behind (ncu, session 33: one unit at a time, its loads
-// then its arithmetic, left the producer issuing 19% of its cycles, waiting on shared-memory
-// results 36%, and the consumers waiting on `full` 40% of theirs).
+// warp per scheduler has no other warp to hide a load's latency behind (ncu, session 33: one unit
+// at a time, its loads then its arithmetic, left the producer issuing 19% of its cycles, waiting
+// on shared-memory results 36%, and the consumers waiting on `full` 40% of theirs).
 struct F4Raw {
   uint4 w[4];
   uint32_t sw[4];
