@@ -18,10 +18,14 @@
 // conversion (folded into a XOR), 2 + the wgmma, 3 + the B tile per k-step: each stage also
 // holds the N tokens' 128 bytes of every k-step, copied by the 4 warps (cp.async from an
 // L2-resident activation buffer of 6144 k), a named barrier of the warpgroup after each warp's
-// wait and a proxy fence before the wgmma (what a real kernel needs; modes 2 keeps B resident).
+// wait and a proxy fence before the wgmma (what a real kernel needs; modes 2 keeps B resident),
+// 4 the same B stages by one bulk copy per stage (thread 0; the activations stored as the tiles'
+// shared-memory image, 128-byte swizzle included) on a `full` mbarrier, each warp's lane 0
+// arriving on the stage's `empty` mbarrier once its wgmma on it completed (no proxy fence, no
+// named barrier).
 // Codes and scales lie in two regions (as an expert matrix and its scales do); every warp streams
 // one contiguous slice of each.
-// Usage: rs_probe [--n 8,16,32] [--math 0,1,2,3] [--stages 2,3] (2..4) [--ctas 4] [--mb 2048]
+// Usage: rs_probe [--n 8,16,32] [--math 0,1,2,3,4] [--stages 2,3] (2..4) [--ctas 4] [--mb 2048]
 // (--ctas: CTAs of 4 warps per SM asked for; fewer when shared memory does not fit them).
 // Output: per case, GB/s of codes + scales (activations not counted: L2-resident) and % of 4.8
 // TB/s (median of 7 launches).
@@ -52,9 +56,12 @@ constexpr int kStageBytes2 = 2 * (kStepCodes + kStepScales);
 constexpr int kBTile = 4096;  // up to 32 tokens x 128 bytes
 constexpr int kLut = 2048;
 
-constexpr int kActK = 6144;  // the activation rows' k (mode 3)
+constexpr int kActK = 6144;    // the activation rows' k (modes 3, 4)
+constexpr int kActTiles = 64;  // distinct activation tiles: CTA b reads tile b % 64 (as decode's
+                               // tiles of a layer: 3 MB at N 8), from k-step (b / 64) x 7 on
 size_t smem_bytes(int n, int math, int stages) {
-  return 1024 + kBTile + kLut + 4 * stages * kStageBytes2 + (math == 3 ? stages * 2 * n * 128 : 0);
+  return 1024 + kBTile + kLut + 4 * stages * kStageBytes2 + (math >= 3 ? stages * 2 * n * 128 : 0) +
+         (math == 4 ? 16 * stages : 0);
 }
 
 // wgmma m64nNk32 E4M3 x E4M3 -> f32, A (4 registers per thread) from registers, B by descriptor.
@@ -91,7 +98,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t* a, u
 struct Params {
   const uint8_t* codes;   // warps x steps x 1024
   const uint8_t* scales;  // warps x steps x 128
-  const uint8_t* acts;    // mode 3: N x kActK E4M3 activations
+  const uint8_t* acts;    // modes 3, 4: kActTiles x 32 x kActK E4M3 activations
   int steps;              // per warp (even)
   float* sink;
 };
@@ -113,11 +120,22 @@ __global__ void __launch_bounds__(128) rs_probe_kernel(const Params p) {
   const uint32_t lut = s0 + kBTile;
   const uint32_t ring = s0 + kBTile + kLut + warp * S * kStageBytes2;
   const uint32_t bring =
-      s0 + kBTile + kLut + 4 * S * kStageBytes2;  // mode 3: [slot][step] x N x 128
+      s0 + kBTile + kLut + 4 * S * kStageBytes2;  // modes 3, 4: [slot][step] x N x 128
+  const uint32_t full = bring + S * 2 * N * 128, empty = full + 8 * S;  // mode 4
+  if constexpr (MATH == 4) {
+    if (tid == 0) {
+      for (int j = 0; j < S; ++j)
+        grouped::mbar_init(full + 8 * j, 1), grouped::mbar_init(empty + 8 * j, 4);
+      grouped::mbar_init_fence();
+    }
+    __syncthreads();
+  }
   const int64_t gw = static_cast<int64_t>(blockIdx.x) * 4 + warp;
   const uint8_t* cs = p.codes + gw * p.steps * kStepCodes;
   const uint8_t* ss = p.scales + gw * p.steps * kStepScales;
   const int pairs = p.steps / 2;
+  const uint8_t* acts = p.acts + (blockIdx.x % kActTiles) * 32 * kActK;
+  const int kofs = (blockIdx.x / kActTiles) * 7;
   auto issue = [&](int pr) {
     if (pr < pairs) {
       const uint32_t st = ring + (pr % S) * kStageBytes2;
@@ -129,15 +147,25 @@ __global__ void __launch_bounds__(128) rs_probe_kernel(const Params p) {
                             cs + s * kStepCodes + 512 + lane * 16);
         grouped::cp_async4(st + 2 * kStepCodes + h * kStepScales + lane * 4,
                            ss + s * kStepScales + lane * 4);
+        if constexpr (MATH == 4) {  // the stage's 2 x N x 128 activation bytes: one bulk copy
+          if (h == 0 && tid == 0) {
+            const uint32_t sl = pr % S;
+            if (pr >= S) grouped::mbar_wait(empty + 8 * sl, ((pr / S) - 1) & 1);
+            grouped::mbar_arrive_expect_tx(full + 8 * sl, 2 * N * 128);
+            grouped::bulk_copy(bring + sl * 2 * N * 128,
+                               acts + ((pr + kofs) % (kActK / 256)) * 2 * N * 128, 2 * N * 128,
+                               full + 8 * sl);
+          }
+        }
         if constexpr (MATH == 3) {  // the k-step's N x 128 activation bytes, a quarter per warp
           const uint32_t bs = bring + ((pr % S) * 2 + h) * N * 128;
-          const int64_t kk = (s % (kActK / 128)) * 128;
+          const int64_t kk = ((s + 2 * kofs) % (kActK / 128)) * 128;
 #pragma unroll
           for (int q = 0; q < (2 * N + 31) / 32; ++q) {
             const int chunk = warp * 2 * N + q * 32 + lane;  // 8 N chunks of 16 bytes in all
             if (q * 32 + lane < 2 * N)
               grouped::cp_async16(bs + chunk * 16,
-                                  p.acts + (chunk / 8) * kActK + kk + (chunk % 8) * 16);
+                                  acts + (chunk / 8) * kActK + kk + (chunk % 8) * 16);
           }
         }
       }
@@ -159,6 +187,7 @@ __global__ void __launch_bounds__(128) rs_probe_kernel(const Params p) {
       fence_proxy_async();
       asm volatile("bar.sync 1, 128;" ::: "memory");
     }
+    if constexpr (MATH == 4) grouped::mbar_wait(full + 8 * (pr % S), (pr / S) & 1);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       uint4 c[2];
@@ -196,9 +225,11 @@ __global__ void __launch_bounds__(128) rs_probe_kernel(const Params p) {
           for (int j = 0; j < 4; ++j)
             wgmma_rs<N>(
                 d, &a[h][4 * j],
-                MATH == 3 ? smem_desc(bring + ((pr % S) * 2 + h) * N * 128) + 2 * j : db + 2 * j);
+                MATH >= 3 ? smem_desc(bring + ((pr % S) * 2 + h) * N * 128) + 2 * j : db + 2 * j);
           wgmma_commit();
           wgmma_wait<1>();
+          if constexpr (MATH == 4)  // the previous stage's wgmma are complete: its B is free
+            if (h == 0 && pr > 0 && lane == 0) grouped::mbar_arrive(empty + 8 * ((pr - 1) % S));
         }
       }
     }
@@ -225,7 +256,8 @@ KernelFn pick(int math, int stages) {
   return math == 0   ? pick<N, 0>(stages)
          : math == 1 ? pick<N, 1>(stages)
          : math == 2 ? pick<N, 2>(stages)
-                     : pick<N, 3>(stages);
+         : math == 3 ? pick<N, 3>(stages)
+                     : pick<N, 4>(stages);
 }
 KernelFn pick(int n, int math, int stages) {
   return n == 8 ? pick<8>(math, stages) : n == 16 ? pick<16>(math, stages) : pick<32>(math, stages);
@@ -245,7 +277,7 @@ int main(int argc, char** argv) {
       if (!moe::bench::parse_list(argv[0], "--n", argv[++i], ns, 8, 32)) return 2;
     } else if (a == "--math" && has) {
       maths.clear();
-      if (!moe::bench::parse_list(argv[0], "--math", argv[++i], maths, 0, 3)) return 2;
+      if (!moe::bench::parse_list(argv[0], "--math", argv[++i], maths, 0, 4)) return 2;
     } else if (a == "--stages" && has) {
       stages.clear();
       if (!moe::bench::parse_list(argv[0], "--stages", argv[++i], stages, 2, 4)) return 2;
@@ -256,7 +288,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(
           stderr,
-          "usage: %s [--n 8,16,32] [--math 0,1,2,3] [--stages 2,3,4] [--ctas N] [--mb MB]\n",
+          "usage: %s [--n 8,16,32] [--math 0,1,2,3,4] [--stages 2,3,4] [--ctas N] [--mb MB]\n",
           argv[0]);
       return 2;
     }
@@ -280,11 +312,11 @@ int main(int argc, char** argv) {
   float* sink;
   CK(cudaMalloc(&codes, all_steps * kStepCodes));
   CK(cudaMalloc(&scales, all_steps * kStepScales));
-  CK(cudaMalloc(&acts, 32 * kActK));
+  CK(cudaMalloc(&acts, kActTiles * 32 * kActK));
   CK(cudaMalloc(&sink, warps * 4));
   moe::bench::fill(codes, all_steps * kStepCodes, 1, 0);
   moe::bench::fill(scales, all_steps * kStepScales, 2, 2);
-  moe::bench::fill(acts, 32 * kActK, 3, 1);
+  moe::bench::fill(acts, kActTiles * 32 * kActK, 3, 1);
   std::printf("rs_probe: %s, %d SMs, up to %d CTAs of 4 warps per SM, %.0f MB\n", prop.name,
               prop.multiProcessorCount, ctas, static_cast<double>(all_steps * step_bytes) / 1e6);
   std::printf("%4s %5s %7s %5s %10s %9s %7s\n", "n", "math", "stages", "ctas", "us", "GB/s",
