@@ -79,18 +79,18 @@ MOE_DQ_HD void nvfp4_word_to_e4m3(uint32_t v, uint32_t lut_lo, uint32_t lut_hi, 
 }
 
 // NVFP4 decode on warpgroup MMA with the weights in registers (the design measured by
-// bench/wgmma/rs_probe; not a kernel yet): a warpgroup's 4 warps hold 64 weight rows as the A
-// operand of wgmma m64nNk32 E4M3 (A from registers), the N tokens are B in shared memory. Lane
-// 4 g + c of a warp reads its packed bytes as the ring does (rows g, g + 8, k 32 c .. 32 c + 31 of
-// the 128-k step) and converts each 8-code word in k order (nvfp4_word_to_e4m3: out register R of
-// a row = k 32 c + 4 R .. + 3); wgmma j (k 32 j .. of the step's positions) takes the row's out
-// registers 2 j and 2 j + 1 as its fragment registers a0 / a2 (row g) and a1 / a3 (row g + 8),
-// whose elements sit at columns 4 c + b and 16 + 4 c + b (the m16n8k32 8-bit A layout per warp).
-// So k lands at position wgmma_rs_act_pos(k) of the step, and the activations must be stored
-// (quantized) in that order inside every 128-k block: position 32 j + 16 h + 4 c + b holds
-// k 32 c + 8 j + 4 h + b. A bijection of 0..127 (wgmma_rs_act_k is its inverse); the NVFP4 scale
-// groups follow k, so the lane's scale word serves unchanged (words 0, 1: group 2 c; 2, 3: 2 c +
-// 1).
+// bench/wgmma/rs_probe; built and not kept: experiments/2026-12-04-nvfp4-e4m3-decode.patch): a
+// warpgroup's 4 warps hold 64 weight rows as the A operand of wgmma m64nNk32 E4M3 (A from
+// registers), the N tokens are B in shared memory. Lane 4 g + c of a warp reads its packed bytes as
+// the ring does (rows g, g + 8, k 32 c .. 32 c + 31 of the 128-k step) and converts each 8-code
+// word in k order (nvfp4_word_to_e4m3: out register R of a row = k 32 c + 4 R .. + 3); wgmma j (k
+// 32 j .. of the step's positions) takes the row's out registers 2 j and 2 j + 1 as its fragment
+// registers a0 / a2 (row g) and a1 / a3 (row g + 8), whose elements sit at columns 4 c + b and 16 +
+// 4 c + b (the m16n8k32 8-bit A layout per warp). So k lands at position wgmma_rs_act_pos(k) of the
+// step, and the activations must be stored (quantized) in that order inside every 128-k block:
+// position 32 j + 16 h + 4 c + b holds k 32 c + 8 j + 4 h + b. A bijection of 0..127
+// (wgmma_rs_act_k is its inverse); the NVFP4 scale groups follow k, so the lane's scale word serves
+// unchanged (words 0, 1: group 2 c; 2, 3: 2 c + 1).
 MOE_DQ_HD int wgmma_rs_act_pos(int k) {
   const int c = (k >> 5) & 3, j = (k >> 3) & 3, h = (k >> 2) & 1, b = k & 3;
   return (k & ~127) + 32 * j + 16 * h + 4 * c + b;
