@@ -68,7 +68,8 @@ void with_gemm_kernel(bool gate_up, bool pipe, bool bulk, bool r2, bool two_step
   using namespace grouped;
   if constexpr (NB != 8) {
     if (pipe) {
-      const int smem = warps_per_cta * kGroupedPipeWarpBytes;
+      const int smem = warps_per_cta * grouped_pipe_warp_bytes(F, false);
+      const int smem_bulk = warps_per_cta * grouped_pipe_warp_bytes(F, true);
       if constexpr (F == GroupedFmt::kNvfp4 && NB == 1)
         if (r2)
           return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, false, 2>, smem)
@@ -79,8 +80,8 @@ void with_gemm_kernel(bool gate_up, bool pipe, bool bulk, bool r2, bool two_step
                          : fn(moe_gemm_pipe_kernel<F, NB, false, false, 1, 2>, smem);
       if constexpr (F == GroupedFmt::kNvfp4 && NB >= 2)
         if (bulk)
-          return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, true>, smem)
-                         : fn(moe_gemm_pipe_kernel<F, NB, false, true>, smem);
+          return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, true>, smem_bulk)
+                         : fn(moe_gemm_pipe_kernel<F, NB, false, true>, smem_bulk);
       return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true>, smem)
                      : fn(moe_gemm_pipe_kernel<F, NB, false>, smem);
     }

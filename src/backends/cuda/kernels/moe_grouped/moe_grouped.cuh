@@ -49,6 +49,8 @@ template <GroupedFmt F>
 constexpr int kPipeStages = grouped_pipe_stages(F);
 template <GroupedFmt F>
 constexpr int kPipeStepBytes = grouped_pipe_step_bytes(F);
+template <GroupedFmt F, bool BULK>
+constexpr int kPipeWarpBytes = grouped_pipe_warp_bytes(F, BULK);
 
 // Weight formats, dequantization and activation helpers: moe_grouped_common.cuh.
 
@@ -402,7 +404,8 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   static_assert(SPS == 1 || kB == 1);
   constexpr int kGroups = kS / kB;
   static_assert(!BULK || (F == GroupedFmt::kNvfp4 && kB == 1 &&
-                          kS * kStepBytes + kS * 8 <= kGroupedPipeWarpBytes));
+                          kS * kStepBytes + kS * 8 <= kPipeWarpBytes<F, BULK>));
+  static_assert(kS * kStepBytes <= kPipeWarpBytes<F, BULK>);
   constexpr int kUnit = F == GroupedFmt::kFp8Block ? 128 / Tr::kStepK : 1;
   // NVFP4: narrow tiles run narrower code (with_tile_width; the ring and the loader are the same).
   constexpr bool kNarrow = NB >= 2 && F == GroupedFmt::kNvfp4;
@@ -414,7 +417,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   const int nsteps = static_cast<int>(p.Kd / Tr::kStepK);
   const StreamKSched sc(blockIdx.x * wpb + (threadIdx.x >> 5), gridDim.x * wpb,
                         static_cast<int>(*p.num_tiles * row_blocks), nsteps, kUnit);
-  const uint4* ring = smem + (threadIdx.x >> 5) * (kGroupedPipeWarpBytes / 16);
+  const uint4* ring = smem + (threadIdx.x >> 5) * (kPipeWarpBytes<F, BULK> / 16);
   const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + lane * 16;
   // Per k-step and from half 0 (row g) to half 1 (row g + 8) of a lane's source bytes.
   const int wstep = static_cast<int>(packed_data_kstep(p.packed)),
