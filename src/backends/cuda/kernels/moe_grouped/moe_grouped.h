@@ -54,7 +54,7 @@ static_assert(kGroupedPipe2Stages * kGroupedPipe2StageBytes <= kGroupedPipeWarpB
 // its stages, 10,240 B, + 128 for the bulk-copy instances' mbarriers): 4 CTAs of 4 NVFP4 warps
 // then fill the 164 KB carveout (with the driver's 1 KB per CTA) instead of 196 KB, L1 92 KB
 // instead of 60. Measured on the H200 (docs/perf.md session 34): 16-token tiles (T 256) 1.5-4%
-// faster, the rest level (the activations' L1 hit rate stays at 30%).
+// faster, the rest level (L2 reads unchanged: the activations' L1 reuse is not capacity-bound).
 constexpr int grouped_pipe_warp_bytes(GroupedFmt f, bool bulk) {
   return f == GroupedFmt::kNvfp4
              ? grouped_pipe_stages(f) * grouped_pipe_step_bytes(f) + (bulk ? 128 : 0)
