@@ -40,7 +40,8 @@ struct MoeKernelConfig {
 
   int threads() const { return warps_per_cta * 32; }
   // Shared memory per CTA: the register-streaming GEMMs stage nothing (activations come through
-  // L1); the pipelined ones keep a cp.async ring per warp (kGroupedPipeWarpBytes, any format);
+  // L1); the pipelined ones keep a cp.async ring per warp (kGroupedPipeWarpBytes, the bound over
+  // formats: NVFP4 launches take less, grouped_pipe_warp_bytes);
   // the tc GEMM a ring of token and weight tiles (grouped_tile_smem_bytes).
   int64_t smem_bytes() const {
     // The largest of its kernels: NVFP4 computed in FP8 (3 stages + its raw ring) above the

@@ -62,6 +62,8 @@ constexpr int grouped_pipe_warp_bytes(GroupedFmt f, bool bulk) {
 }
 static_assert(kGroupedPipe2Stages * kGroupedPipe2StageBytes ==
               grouped_pipe_warp_bytes(GroupedFmt::kNvfp4, false));
+// 4 CTAs of 4 NVFP4 ring warps (+ the driver's 1 KB each) within the 164 KB carveout.
+static_assert(4 * (4 * grouped_pipe_warp_bytes(GroupedFmt::kNvfp4, false) + 1024) <= 164 * 1024);
 static_assert(grouped_pipe_stages(GroupedFmt::kNvfp4) *
                       grouped_pipe_step_bytes(GroupedFmt::kNvfp4) <=
                   kGroupedPipeWarpBytes &&
@@ -492,7 +494,8 @@ int grouped_gemm_regs(GroupedFmt f, const GroupedLaunch& l);
 // 13): the ring kernels' 4 CTAs of 4 x 12,288 B (+ 1 KB each for the driver) fill exactly the
 // 196 KB shared-memory carveout, leaving 60 KB of L1 for the activations; one static 4-byte
 // variable moved the carveout to 228 KB (L1 28 KB): L2 reads +56%, NVFP4 decode 9-10% slower
-// (glm5 T 1 / 8 / 64 75 / 336 / 1263 -> 83 / 364 / 1381 us).
+// (glm5 T 1 / 8 / 64 75 / 336 / 1263 -> 83 / 364 / 1381 us). Since session 34 the NVFP4 rings
+// take 4 x 10,240 B per CTA (grouped_pipe_warp_bytes): the 164 KB carveout, L1 92 KB.
 int grouped_gemm_static_smem(GroupedFmt f, const GroupedLaunch& l);
 int grouped_tile_gemm_regs(GroupedFmt f, const GroupedLaunch& l);
 // y[t, :] = sum_k out[t*K + k, :] (accumulate: y[t, :] += ...); NaN rows where an expert id is
