@@ -345,8 +345,11 @@ int main(int argc, char** argv) {
       bool permute;
       int chain;
     };
+    // 2 / 4 steps per item with one descriptor load: TP8 down's items (K 256, one or two
+    // sub-blocks of the NVFP4 ring).
     const Order orders[] = {{0, false, 0}, {48, false, 0}, {16, false, 0}, {48, true, 0},
-                            {16, true, 0}, {48, false, 1}, {48, false, 3}, {16, false, 3}};
+                            {16, true, 0}, {48, false, 1}, {48, false, 3}, {16, false, 3},
+                            {2, false, 1}, {4, false, 1},  {2, true, 1},   {4, true, 1}};
     for (const Order& o : orders)
       for (const Pattern& pt : pats)
         for (int d : {1, 2, 3, 4, 6})
