@@ -113,6 +113,33 @@ TEST(DequantBits, Nvfp4ActivationOrderMatchesThePairs) {
   }
 }
 
+TEST(DequantBits, ChunkTransposedActivationOrder) {
+  // act_index_t: lane c's v-th 16-byte load of a k-step (logical k 32 c + 8 v .. + 7, in
+  // act_index order) is stored at chunk 4 v + c of the step, so for each v the 4 lanes of a row
+  // read the 64 contiguous bytes of chunks 4 v .. 4 v + 3.
+  for (int64_t step : {int64_t{0}, int64_t{1}, int64_t{47}})
+    for (int c = 0; c < 4; ++c)
+      for (int v = 0; v < 4; ++v)
+        for (int i = 0; i < 8; ++i) {
+          const int64_t k = 128 * step + 32 * c + 8 * v + i;
+          EXPECT_EQ(act_index_t(GroupedFmt::kNvfp4, k),
+                    128 * step + 8 * (4 * v + c) + (act_index(GroupedFmt::kNvfp4, k) & 7))
+              << "k " << k;
+        }
+  std::vector<int> hits(512, 0);
+  for (int64_t k = 0; k < 512; ++k) {
+    const int64_t p = act_index_t(GroupedFmt::kNvfp4, k);
+    ASSERT_GE(p, 0);
+    ASSERT_LT(p, 512);
+    ++hits[static_cast<size_t>(p)];
+    EXPECT_EQ(act_index_t(GroupedFmt::kNvfp4, p), k);  // an involution
+    EXPECT_EQ(act_chunk_t(act_chunk_t(k)), k);
+    EXPECT_EQ(p >> 7, k >> 7);  // stays in its k-step
+  }
+  for (int n : hits) EXPECT_EQ(n, 1);  // a bijection
+  EXPECT_EQ(act_chunk_t(1), 4);        // not the identity
+}
+
 // Layouts: row-major is the checkpoint's [N][row bytes] data and [N][Kd/16] NVFP4 scales; the
 // packed one is a permutation of each in which block (16 rows, 64 data bytes = 128 NVFP4 k) is
 // 1024 data + 128 scale contiguous bytes (blocks of a row block in k order, row blocks in

@@ -467,6 +467,55 @@ TEST_F(MoeGroupedTest, EveryTileWidth) {
       }
 }
 
+// GroupedLaunch::act_transpose moves where x's 16-bit copy and h keep each 8-activation chunk
+// (act_index_t) and which chunk each load reads, not a sum: the same bits as natural order, for
+// the NVFP4 ring (1, 2, 4 token columns; whole and split items; items of two sub-blocks), the
+// register-streaming kernel, both weight layouts, and the hybrid whose big tiles read x's E4M3
+// codes (where the streaming tiles keep the transposed order).
+TEST_F(MoeGroupedTest, ChunkTransposedActivationsAreBitIdentical) {
+  for (bool prep : {false, true}) {
+    prepare_ = prep;
+    for (int nb : {1, 2, 4})
+      for (bool pipe : {true, false})
+        for (int64_t T : {5, 300}) {
+          Launch a{.nb = nb, .pipelined = pipe};
+          a.act_transpose = false;
+          Launch b = a;
+          b.act_transpose = true;
+          const Tensor ya = check(Fmt::kNvfp4, T, 384, 256, 16, 4, Routing::kRandom, a);
+          const Tensor yb = check(Fmt::kNvfp4, T, 384, 256, 16, 4, Routing::kRandom, b);
+          EXPECT_EQ(differing_floats(ya, yb), 0)
+              << "packed " << prep << " nb " << nb << " pipelined " << pipe << " T " << T;
+        }
+    if (prep) {  // items of two sub-blocks (GroupedLaunch::pipe_r2) with 8-token tiles
+      Launch a{.nb = 1, .pipelined = true};
+      a.pipe_r2 = 1;
+      a.act_transpose = false;
+      Launch b = a;
+      b.act_transpose = true;
+      const Tensor ya = check(Fmt::kNvfp4, 300, 384, 256, 16, 4, Routing::kRandom, a);
+      const Tensor yb = check(Fmt::kNvfp4, 300, 384, 256, 16, 4, Routing::kRandom, b);
+      EXPECT_EQ(differing_floats(ya, yb), 0) << "r2";
+    }
+  }
+  prepare_ = false;
+  if (ops_->device().cc_major == 9 && ops_->device().cc_minor == 0) {
+    prepare_ = true;
+    for (int64_t T : {60, 200}) {
+      Launch a{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+      a.nvfp4_f8 = true;
+      a.wgmma_ws = true;
+      a.act_transpose = false;
+      Launch b = a;
+      b.act_transpose = true;
+      const Tensor ya = check(Fmt::kNvfp4, T, 512, 640, 8, 2, Routing::kOne, a);
+      const Tensor yb = check(Fmt::kNvfp4, T, 512, 640, 8, 2, Routing::kOne, b);
+      EXPECT_EQ(differing_floats(ya, yb), 0) << "hybrid T " << T;
+    }
+    prepare_ = false;
+  }
+}
+
 // The pipelined kernel's loader runs ahead across a warp's items (other experts, other rows):
 // enough tokens that every warp takes several items of both GEMMs.
 TEST_F(MoeGroupedTest, PipelinedAcrossItems) {

@@ -107,6 +107,17 @@ MOE_DQ_HD int64_t act_index(GroupedFmt f, int64_t k) {
   if (f == GroupedFmt::kNvfp4) return (k & ~int64_t{7}) + (k & 1) * 4 + ((k >> 2) & 1) + (k & 2);
   return k;
 }
+// The streaming GEMMs' chunk-transposed order (GroupedLaunch::act_transpose, NVFP4): inside every
+// 128-k block (a k-step), chunk 4 c + v of 8 activations (lane c's v-th 16-byte load) is stored
+// at chunk 4 v + c, so the 4 lanes of a row read 64 contiguous bytes with each load. act_chunk_t:
+// the chunk position (an involution); act_index_t: the storage index of k (act_index inside the
+// chunk; also an involution).
+MOE_DQ_HD int64_t act_chunk_t(int64_t q) {
+  return (q & ~int64_t{15}) + ((q & 3) << 2) + ((q >> 2) & 3);
+}
+MOE_DQ_HD int64_t act_index_t(GroupedFmt f, int64_t k) {
+  return act_chunk_t(k >> 3) * 8 + (act_index(f, k) & 7);
+}
 
 // Bytes of one expert matrix row of k weights: BF16 2 k, FP8 k, NVFP4 k / 2 (two e2m1 per byte).
 MOE_DQ_HD int64_t grouped_row_bytes(GroupedFmt f, int64_t k) {

@@ -291,7 +291,8 @@ __global__ void __launch_bounds__(kGroupThreads)
     r.y = o[2] | (uint32_t{o[3]} << 16);
     r.z = o[4] | (uint32_t{o[5]} << 16);
     r.w = o[6] | (uint32_t{o[7]} << 16);
-    reinterpret_cast<uint4*>(p.xa)[t * per_row + q] = r;
+    // act_t (NVFP4): chunk q of 8 at its chunk-transposed place (act_index_t)
+    reinterpret_cast<uint4*>(p.xa)[t * per_row + (p.act_t ? act_chunk_t(q) : q)] = r;
   }
 }
 

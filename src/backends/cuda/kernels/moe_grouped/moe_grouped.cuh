@@ -63,12 +63,15 @@ struct Item {
   int e, pos0, cnt;
   int64_t rbase[2];
   const uint4* arow[NB];  // activation row of token column nb*8 + g, at this lane's k offset
+  int vs;                 // uint4s from a lane's v-th activation load to its next (act_t: 4)
 };
 
 template <GroupedFmt F, int NB, bool GU, int R = 1>
 __device__ __forceinline__ Item<NB> make_item(const MoeGemmParams& p, int64_t item,
                                               int64_t row_blocks, int g, int c) {
   constexpr int kRows = (GU ? 16 : 32) * R;
+  // act_index_t storage (MoeGemmParams::act_t): lane c's v-th chunk of a step at chunk 4 v + c.
+  const bool at = F == GroupedFmt::kNvfp4 && p.act_t;
   Item<NB> it;
   const int64_t tile = item / row_blocks, rb = item % row_blocks;
   const int4 td = reinterpret_cast<const int4*>(p.tiles)[tile];
@@ -78,8 +81,9 @@ __device__ __forceinline__ Item<NB> make_item(const MoeGemmParams& p, int64_t it
     const int col = nb * 8 + g, cc = col < it.cnt ? col : 0;
     const int64_t r = GU ? p.sorted_slot[it.pos0 + cc] / p.K : it.pos0 + cc;
     it.arow[nb] = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.act) + r * p.Kd) +
-                  c * (Fmt<F>::kStepK / 32);
+                  (at ? c : c * (Fmt<F>::kStepK / 32));
   }
+  it.vs = at ? 4 : 1;
 #pragma unroll
   for (int t = 0; t < 2; ++t) it.rbase[t] = rb * kRows + (GU ? 0 : 16 * t);
   return it;
@@ -130,7 +134,7 @@ __device__ __forceinline__ void load_act(const Item<NB>& it, int64_t ks, ActRegs
   for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
     for (int v = 0; v < Tr::kActVec; ++v) {
-      const uint4 a = __ldg(it.arow[nb] + ks * (Tr::kStepK / 8) + v);
+      const uint4 a = __ldg(it.arow[nb] + ks * (Tr::kStepK / 8) + v * it.vs);
       X[nb][4 * v + 0] = a.x;
       X[nb][4 * v + 1] = a.y;
       X[nb][4 * v + 2] = a.z;
@@ -206,7 +210,9 @@ __device__ __forceinline__ void epilogue(const MoeGemmParams& p, const Item<NB>&
         const int64_t row = it.rbase[0] + g + (i >= 2 ? 8 : 0);
         const float gv = acc[0][nb][i] * gsc[0], uv = acc[1][nb][i] * gsc[1];
         const float hv = gv / (1.f + __expf(-gv)) * uv;
-        h[static_cast<int64_t>(it.pos0 + col) * p.N + act_index(F, row)] = act_bits(hv, f16);
+        const int64_t hk =
+            F == GroupedFmt::kNvfp4 && p.act_t ? act_index_t(F, row) : act_index(F, row);
+        h[static_cast<int64_t>(it.pos0 + col) * p.N + hk] = act_bits(hv, f16);
       }
   } else {
     float* out = static_cast<float*>(p.out);

@@ -220,7 +220,24 @@ struct GroupedLaunch {
   // BF16, session 20). Same bits either way.
   bool pdl_light = false;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
+  // NVFP4 streaming GEMMs: x's 16-bit copy and h in the chunk-transposed order (act_index_t), so
+  // each of a lane's four activation loads per k-step reads whole sectors together with the
+  // other lanes of its row (one 16-byte load of 4 lanes: 64 contiguous bytes instead of 16 bytes
+  // at a 64-byte stride). Only where no warpgroup-MMA GEMM reads the 16-bit x
+  // (grouped_act_transposed). Same bits either way.
+  bool act_transpose = true;
 };
+
+// Whether a call's streaming GEMMs take x's 16-bit copy and h in act_index_t order
+// (GroupedLaunch::act_transpose): NVFP4, some experts on the streaming kernels, and no
+// warpgroup-MMA GEMM reading x's 16-bit copy (the hybrid's big tiles read x's E4M3 codes when
+// f8; h rows belong to one tile, written and read by one kind of kernel), with D and I whole
+// k-steps of 128 (the transposition stays inside each).
+inline bool grouped_act_transposed(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I,
+                                   bool hybrid, bool f8) {
+  return l.act_transpose && f == GroupedFmt::kNvfp4 && !l.wgmma && (!hybrid || f8) && D > 0 &&
+         D % 128 == 0 && I > 0 && I % 128 == 0;
+}
 
 // Kinds of a pair unit (MoeGroupParams::pair_units), the 4th int of its record.
 enum PairUnitKind : int32_t { kPairEven = 1, kPairOdd = 2, kLone = 3 };
@@ -233,6 +250,7 @@ struct MoeGroupParams {
   int64_t T = 0, D = 0, K = 0, E = 0;  // K: slots per token; E: experts (shared included)
   bool shared = false;  // expert E-1 is the shared expert, on slot K-1 of every token
   int fmt = 0;          // GroupedFmt: activation type and k-order of xa
+  bool act_t = false;   // xa in act_index_t order (GroupedLaunch::act_transpose; NVFP4)
   int tile_tokens = 8;  // tokens per tile
   void* xa = nullptr;   // out [T, D] bf16 / f16 (nullptr: not written; FP8 activations on wgmma)
   // FP8 activations (GroupedLaunch::fp8_act): out x as E4M3 [T, D] and f32 scales [T, D / 128]
@@ -305,6 +323,9 @@ struct MoeGemmParams {
   // down on the warpgroup-MMA GEMM: out is bf16 [T*K, D] (run_grouped_experts sets it when that
   // GEMM computes every expert, so the combine reads half the bytes; grouped_out_bf16).
   bool out_bf16 = false;
+  // NVFP4 streaming GEMMs (GroupedLaunch::act_transpose): act, and gate_up's h, in act_index_t
+  // order.
+  bool act_t = false;
   // Per expert: matrix 0 = gate (gate_up) or down, matrix 1 = up (gate_up only).
   const void* w[2][kMaxGroupedExperts] = {};
   // fp8: [N/128, Kd/128] f32; nvfp4: [N, Kd/16] e4m3

@@ -288,6 +288,8 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       hqs = reinterpret_cast<float*>(hq + (T * KS * ge.I + 15) / 16 * 16);
     }
   }
+  const bool act_t = grouped_act_transposed(l, ge.fmt, ge.D, ge.I, hybrid, f8);
+  gp.act_t = act_t;
   // 2-CTA clusters sharing weight tiles (GroupedLaunch::wgmma_pairs): the list holds pair units.
   const bool pairs = f8 && l.wgmma && !hybrid && l.wgmma_tma && l.wgmma_pairs &&
                      ge.tmaps != nullptr && gp.tile_tokens == 128 && ge.I % 256 == 0 &&
@@ -392,6 +394,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   }
   MoeGemmParams p1 = ge.gate_up;
   p1.act = s.xa;
+  p1.act_t = act_t;
   p1.out = s.h;
   p1.split_partials = split_partials;  // (the streaming kernels ignore it)
   p1.split_bytes = split_bytes;
@@ -403,6 +406,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
                           qs, l.sm_count, stream, lb.pdl);
   MoeGemmParams p2 = ge.down;
   p2.act = s.h;
+  p2.act_t = act_t;
   p2.slot_w = s.slot_w;
   p2.out = s.out;
   p2.out_bf16 = grouped_out_bf16(l);
