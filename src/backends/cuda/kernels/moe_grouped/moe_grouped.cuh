@@ -17,7 +17,9 @@
 //   partial sum of each 128-k block. NVFP4: nibble bits placed into f16 bits (value * 2^-14,
 //   shifts and masks only), times (fp8 scale * 2^7) in f16 (exact), global scale * 2^7 in the
 //   epilogue. NVFP4 activations are stored in k order [0,4,2,6,1,5,3,7] per group of 8
-//   (act_index) so that one 16-byte load matches the pairs the nibble unpacking produces.
+//   (act_index) so that one 16-byte load matches the pairs the nibble unpacking produces; with
+//   MoeGemmParams::act_t also with the 16-byte chunks of each k-step transposed (act_index_t), so
+//   the 4 lanes of a row read 64 contiguous bytes per load (Item::vs).
 // NOTE: FP8/NVFP4 use F16 activations, saturated to +-65504 (inputs of MoE layers are post-norm).
 #pragma once
 
