@@ -473,44 +473,36 @@ TEST_F(MoeGroupedTest, EveryTileWidth) {
 // register-streaming kernel, both weight layouts, and the hybrid whose big tiles read x's E4M3
 // codes (where the streaming tiles keep the transposed order).
 TEST_F(MoeGroupedTest, ChunkTransposedActivationsAreBitIdentical) {
+  // Floats of the NVFP4 layer that differ between launch l in natural and in transposed order.
+  auto differ = [&](Launch l, int64_t T, int64_t D, int64_t I, int64_t E, int64_t K, Routing r) {
+    l.act_transpose = false;
+    const Tensor ya = check(Fmt::kNvfp4, T, D, I, E, K, r, l);
+    l.act_transpose = true;
+    const Tensor yb = check(Fmt::kNvfp4, T, D, I, E, K, r, l);
+    return differing_floats(ya, yb);
+  };
   for (bool prep : {false, true}) {
     prepare_ = prep;
     for (int nb : {1, 2, 4})
       for (bool pipe : {true, false})
-        for (int64_t T : {5, 300}) {
-          Launch a{.nb = nb, .pipelined = pipe};
-          a.act_transpose = false;
-          Launch b = a;
-          b.act_transpose = true;
-          const Tensor ya = check(Fmt::kNvfp4, T, 384, 256, 16, 4, Routing::kRandom, a);
-          const Tensor yb = check(Fmt::kNvfp4, T, 384, 256, 16, 4, Routing::kRandom, b);
-          EXPECT_EQ(differing_floats(ya, yb), 0)
+        for (int64_t T : {5, 300})
+          EXPECT_EQ(
+              differ(Launch{.nb = nb, .pipelined = pipe}, T, 384, 256, 16, 4, Routing::kRandom), 0)
               << "packed " << prep << " nb " << nb << " pipelined " << pipe << " T " << T;
-        }
     if (prep) {  // items of two sub-blocks (GroupedLaunch::pipe_r2) with 8-token tiles
-      Launch a{.nb = 1, .pipelined = true};
-      a.pipe_r2 = 1;
-      a.act_transpose = false;
-      Launch b = a;
-      b.act_transpose = true;
-      const Tensor ya = check(Fmt::kNvfp4, 300, 384, 256, 16, 4, Routing::kRandom, a);
-      const Tensor yb = check(Fmt::kNvfp4, 300, 384, 256, 16, 4, Routing::kRandom, b);
-      EXPECT_EQ(differing_floats(ya, yb), 0) << "r2";
+      Launch l{.nb = 1, .pipelined = true};
+      l.pipe_r2 = 1;
+      EXPECT_EQ(differ(l, 300, 384, 256, 16, 4, Routing::kRandom), 0) << "r2";
     }
   }
   prepare_ = false;
   if (ops_->device().cc_major == 9 && ops_->device().cc_minor == 0) {
     prepare_ = true;
     for (int64_t T : {60, 200}) {
-      Launch a{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
-      a.nvfp4_f8 = true;
-      a.wgmma_ws = true;
-      a.act_transpose = false;
-      Launch b = a;
-      b.act_transpose = true;
-      const Tensor ya = check(Fmt::kNvfp4, T, 512, 640, 8, 2, Routing::kOne, a);
-      const Tensor yb = check(Fmt::kNvfp4, T, 512, 640, 8, 2, Routing::kOne, b);
-      EXPECT_EQ(differing_floats(ya, yb), 0) << "hybrid T " << T;
+      Launch l{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+      l.nvfp4_f8 = true;
+      l.wgmma_ws = true;
+      EXPECT_EQ(differ(l, T, 512, 640, 8, 2, Routing::kOne), 0) << "hybrid T " << T;
     }
     prepare_ = false;
   }
