@@ -585,24 +585,21 @@ TEST(MoeConfig, PipeTwoStepOnlyForPackedNvfp4RingItemsOfOneSubBlock) {
   EXPECT_FALSE(grouped_pipe_two_step(o, f, true, false));
 }
 
-// The chunk-transposed activations (GroupedLaunch::act_transpose) only for NVFP4, only where the
-// streaming kernels run, and not where a warpgroup-MMA GEMM reads x's 16-bit copy (the hybrid
-// with F16 activations).
-TEST(MoeConfig, ActTransposeOnlyWhereOnlyStreamingKernelsReadX) {
+// The chunk-transposed activations (GroupedLaunch::act_transpose) only for NVFP4 and only where
+// the streaming kernels run.
+TEST(MoeConfig, ActTransposeForNvfp4StreamingKernels) {
   GroupedLaunch l;
   const GroupedFmt f = GroupedFmt::kNvfp4;
-  EXPECT_TRUE(grouped_act_transposed(l, f, 256, 128, false, false));
-  EXPECT_TRUE(grouped_act_transposed(l, f, 256, 128, true, true));  // big tiles read x's E4M3 codes
-  EXPECT_FALSE(grouped_act_transposed(l, f, 256, 128, true, false));  // big tiles read the 16-bit x
-  EXPECT_FALSE(grouped_act_transposed(l, GroupedFmt::kFp8Block, 256, 128, false, false));
-  EXPECT_FALSE(grouped_act_transposed(l, GroupedFmt::kBf16, 256, 128, false, false));
-  EXPECT_FALSE(grouped_act_transposed(l, f, 256 + 64, 128, false, false));  // D % 128
-  EXPECT_FALSE(grouped_act_transposed(l, f, 256, 64, false, false));        // I % 128
+  EXPECT_TRUE(grouped_act_transposed(l, f, 256, 128));
+  EXPECT_FALSE(grouped_act_transposed(l, GroupedFmt::kFp8Block, 256, 128));
+  EXPECT_FALSE(grouped_act_transposed(l, GroupedFmt::kBf16, 256, 128));
+  EXPECT_FALSE(grouped_act_transposed(l, f, 256 + 64, 128));  // D % 128
+  EXPECT_FALSE(grouped_act_transposed(l, f, 256, 64));        // I % 128
   GroupedLaunch w = l;
-  w.wgmma = true;
-  EXPECT_FALSE(grouped_act_transposed(w, f, 256, 128, false, true));
+  w.wgmma = true;  // every expert on the warpgroup-MMA GEMM: no 16-bit x at all
+  EXPECT_FALSE(grouped_act_transposed(w, f, 256, 128));
   l.act_transpose = false;
-  EXPECT_FALSE(grouped_act_transposed(l, f, 256, 128, false, false));
+  EXPECT_FALSE(grouped_act_transposed(l, f, 256, 128));
 }
 
 TEST(MoeConfig, TuneCacheRoundTripAndFallback) {

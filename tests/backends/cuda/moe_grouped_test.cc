@@ -470,8 +470,8 @@ TEST_F(MoeGroupedTest, EveryTileWidth) {
 // GroupedLaunch::act_transpose moves where x's 16-bit copy and h keep each 8-activation chunk
 // (act_index_t) and which chunk each load reads, not a sum: the same bits as natural order, for
 // the NVFP4 ring (1, 2, 4 token columns; whole and split items; items of two sub-blocks), the
-// register-streaming kernel, both weight layouts, and the hybrid whose big tiles read x's E4M3
-// codes (where the streaming tiles keep the transposed order).
+// register-streaming kernel, both weight layouts, and the hybrid (big tiles on x's E4M3 codes, or
+// on its transposed 16-bit copy, split along k or not).
 TEST_F(MoeGroupedTest, ChunkTransposedActivationsAreBitIdentical) {
   // Floats of the NVFP4 layer that differ between launch l in natural and in transposed order.
   auto differ = [&](Launch l, int64_t T, int64_t D, int64_t I, int64_t E, int64_t K, Routing r) {
@@ -503,7 +503,15 @@ TEST_F(MoeGroupedTest, ChunkTransposedActivationsAreBitIdentical) {
       l.nvfp4_f8 = true;
       l.wgmma_ws = true;
       EXPECT_EQ(differ(l, T, 512, 640, 8, 2, Routing::kOne), 0) << "hybrid T " << T;
+      // the hybrid on F16 activations: its gate_up reads the transposed 16-bit x
+      EXPECT_EQ(differ(Launch{.nb = 2, .wgmma_min_tokens = 40}, T, 512, 640, 8, 2, Routing::kOne),
+                0)
+          << "F16 hybrid T " << T;
     }
+    // ... with gate_up split along k (experts of I <= 512: grouped_hybrid_split_k)
+    EXPECT_EQ(differ(Launch{.nb = 2, .wgmma_min_tokens = 40}, 100, 2048, 128, 2, 2, Routing::kOne),
+              0)
+        << "F16 hybrid, split-K";
     prepare_ = false;
   }
 }

@@ -229,14 +229,13 @@ struct GroupedLaunch {
 };
 
 // Whether a call's streaming GEMMs take x's 16-bit copy and h in act_index_t order
-// (GroupedLaunch::act_transpose): NVFP4, some experts on the streaming kernels, and no
-// warpgroup-MMA GEMM reading x's 16-bit copy (the hybrid's big tiles read x's E4M3 codes when
-// f8; h rows belong to one tile, written and read by one kind of kernel), with D and I whole
-// k-steps of 128 (the transposition stays inside each).
-inline bool grouped_act_transposed(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I,
-                                   bool hybrid, bool f8) {
-  return l.act_transpose && f == GroupedFmt::kNvfp4 && !l.wgmma && (!hybrid || f8) && D > 0 &&
-         D % 128 == 0 && I > 0 && I % 128 == 0;
+// (GroupedLaunch::act_transpose): NVFP4 with some experts on the streaming kernels (the hybrid's
+// warpgroup-MMA gate_up reads x's E4M3 codes, or its 16-bit copy through act_chunk_t; h rows
+// belong to one tile, written and read by one kind of kernel: the warpgroup-MMA GEMMs keep
+// theirs natural), with D and I whole k-steps of 128 (the transposition stays inside each).
+inline bool grouped_act_transposed(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I) {
+  return l.act_transpose && f == GroupedFmt::kNvfp4 && !l.wgmma && D > 0 && D % 128 == 0 && I > 0 &&
+         I % 128 == 0;
 }
 
 // Kinds of a pair unit (MoeGroupParams::pair_units), the 4th int of its record.

@@ -288,7 +288,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       hqs = reinterpret_cast<float*>(hq + (T * KS * ge.I + 15) / 16 * 16);
     }
   }
-  const bool act_t = grouped_act_transposed(l, ge.fmt, ge.D, ge.I, hybrid, f8);
+  const bool act_t = grouped_act_transposed(l, ge.fmt, ge.D, ge.I);
   gp.act_t = act_t;
   // 2-CTA clusters sharing weight tiles (GroupedLaunch::wgmma_pairs): the list holds pair units.
   const bool pairs = f8 && l.wgmma && !hybrid && l.wgmma_tma && l.wgmma_pairs &&

@@ -476,6 +476,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     return (ks * kWRowBytes<F, F8> / 64) * w_kstep + (ks * kWRowBytes<F, F8>) % 64;
   };
   const uint32_t a_dst = swz(tid >> 3, tid & 7);
+  // NVFP4 gate_up on 16-bit x with MoeGemmParams::act_t: x's 16-byte chunks are transposed per
+  // 128 k (act_index_t), so this thread's chunk ch of an even / odd k-block of 64 lies at chunk
+  // act_chunk_t(ch) / act_chunk_t(8 + ch) of its 128-k block: bytes from the natural place.
+  const bool a_t = F == GroupedFmt::kNvfp4 && !F8 && GU && p.act_t;
+  const int a_ch = tid & 7;
+  const int a_off0 = a_t ? 16 * static_cast<int>(grouped::act_chunk_t(a_ch) - a_ch) : 0,
+            a_off1 = a_t ? 16 * static_cast<int>(grouped::act_chunk_t(8 + a_ch) - 8 - a_ch) : 0;
   // TMA: stage s's mbarrier (one arrival: thread 0's expect_tx); bit s of `phase`: the parity of
   // its next completion.
   const uint32_t bars = smem_s + kSt * kStageBytes<BN>;
@@ -492,7 +499,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t base = smem_s + stage * kStageBytes<BN>;
 #pragma unroll
     for (int i = 0; i < kBM / 32; ++i)
-      cp_async16(base + a_dst + i * 32 * kRowBytes, s.a[i] + ks * kRowBytes);
+      cp_async16(base + a_dst + i * 32 * kRowBytes,
+                 s.a[i] + ks * kRowBytes + ((ks & 1) ? a_off1 : a_off0));
     if constexpr (TMA) {
       if (tid == 0) tma_weights<BN, GU>(p, s.e, s.nblk, ks, base + kAStage, bars + 8 * stage);
     } else if constexpr (!kQuant) {
