@@ -407,6 +407,15 @@ TEST(MoeConfig, HeuristicNvfp4TakesTheCpAsyncRing) {
       moe_heuristic_config({1, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90);
   EXPECT_TRUE(t1.pipelined);
   EXPECT_EQ(t1.warps_per_cta * t1.ctas_per_sm, 12);
+  // ... unless down's items then take one round and a short stream-K remainder: DeepSeek-V3's
+  // down (D 7168: 8 x 224 = 1792 items) on 12 x 132 = 1584 warps; on 16 x 132 one range each.
+  EXPECT_EQ(moe_heuristic_config({1, 7168, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90),
+            (MoeKernelConfig{1, 4, 4, true}));
+  EXPECT_EQ(moe_heuristic_config({1, 7168, 256, 256, 8, GroupedFmt::kNvfp4}, sm90),
+            (MoeKernelConfig{1, 4, 4, true}));  // its TP8 shard
+  // GLM-5's TP8 shard at T 2: down's ~3000 items are more than one per warp at 16 per SM too.
+  EXPECT_EQ(moe_heuristic_config({2, 6144, 256, 256, 8, GroupedFmt::kNvfp4}, sm90),
+            (MoeKernelConfig{1, 4, 3, true}));
   // TP8 shard (I = 256: 16 items per expert): 128 items at T 1, 256 at T 2 (<= 2 per SM): BF16
   // and FP8 take the ring too; from T 4 (~31 experts) register streaming again. The unsharded
   // layer's 1024 items at T 1 stream.

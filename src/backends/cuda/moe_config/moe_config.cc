@@ -138,13 +138,22 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
                                     static_cast<double>(s.T)))
               : 0;
   const double items = touched * static_cast<double>(s.I / 16), sms = lim.sm_count;
+  // down's work items (32-row blocks of the same experts)
+  const double down_items = touched * static_cast<double>(s.D / 32);
   // The first of these that fits. NOTE: measured on the H200 (2026-12-01 sweep of every warps x
   // CTAs x ring choice at glm5 / dsv3 and their TP8 / EP8 shards, T 1..256, all formats;
   // docs/perf.md): the picks below are within 0.8% of the best on average (worst 9%), the
   // previous rule (8-warp CTAs; NVFP4 8 x 2, 4 x 2 for few items) 4.2% (worst 39%).
   // - NVFP4 is bound by its dequantization's instructions and latency, not by HBM: the cp.async
   //   ring with 16 warps per SM in four 4-warp CTAs (TP8 T 8 / 16 79 / 117 us against 91 / 136
-  //   with two 8-warp CTAs), 12 when the items do not fill 8 per SM (glm5 T 1: 75 against 81).
+  //   with two 8-warp CTAs), 12 when the items do not fill 8 per SM (glm5 T 1: 75 against 81)
+  //   unless down's items then make one round of whole items and a short remainder (more than
+  //   one per warp at 12 per SM, at most one at 16): the remainder's stream-K ranges of at least
+  //   kStreamKMinSteps go to part of the warps, the longest 20 steps where 12 per SM average
+  //   18.1 (dsv3 T 1: 8 x 224 items of 16 steps on 1584 warps, 86.7-87.0 us against 81.0-81.9
+  //   with 16 per SM; its TP8 shard 35.3-35.5 against 33.2-34.5). Outside that band 12 stay
+  //   (forced 12 / 16 per SM: glm5 T 1 71.7 / 75.0, TP8 T 2 38.5 / 39.6, dsv3 EP8 T 1 (3 rows)
+  //   50.4 / 53.9; session 36, docs/perf.md).
   // - BF16 / FP8 register streaming in 4-warp CTAs, two per SM (1-10% ahead of one 8-warp CTA);
   //   with at most 2 items per SM (TP8 T 1..2: I / 16 = 16 items per expert) stream-K in the ring
   //   spreads the few items over every warp: TP8 T 1 BF16 47 us against 64, FP8 37 against 51.
@@ -152,7 +161,8 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   //   4705 us against 3817 / 5184 with one 8-warp CTA).
   std::vector<MoeKernelConfig> order;
   if (nvfp4 && c.nb <= 2) {
-    const int few = items < 8.0 * sms ? 3 : 4;
+    const bool down_round = down_items > 12.0 * sms && down_items <= 16.0 * sms;
+    const int few = items < 8.0 * sms && !down_round ? 3 : 4;
     order = {{c.nb, 4, few, true}, {c.nb, 8, 2, true}, {c.nb, 4, 2, true}};
   } else if (!nvfp4 && c.nb <= 2 && items <= 2.0 * sms) {
     order = {{c.nb, 4, 3, true}, {c.nb, 4, 2, false}};
