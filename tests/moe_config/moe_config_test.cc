@@ -605,7 +605,7 @@ TEST(MoeConfig, ActTransposeForNvfp4StreamingKernels) {
   EXPECT_FALSE(grouped_act_transposed(l, f, 256 + 64, 128));  // D % 128
   EXPECT_FALSE(grouped_act_transposed(l, f, 256, 64));        // I % 128
   GroupedLaunch w = l;
-  w.wgmma = true;  // every expert on the warpgroup-MMA GEMM: no 16-bit x at all
+  w.wgmma = true;  // every expert on the warpgroup-MMA GEMM: no streaming kernel gains from it
   EXPECT_FALSE(grouped_act_transposed(w, f, 256, 128));
   l.act_transpose = false;
   EXPECT_FALSE(grouped_act_transposed(l, f, 256, 128));
