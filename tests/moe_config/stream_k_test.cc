@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -65,9 +66,10 @@ int check_case(const Case& c) {
       EXPECT_EQ(slot_owner.count(key), 0u) << "warp " << w << " slot " << key.second << " reused";
       slot_owner[key] = s.item;
     }
-    // A range is at least kStreamKMinSteps long unless the stream-K part runs out.
+    // A range is at least kStreamKMinSteps long (one whole item where items are shorter) unless
+    // the stream-K part runs out.
     if (steps_in_range > 0 && sc.u1 < (c.n_items - sc.sk_base) * sc.U)
-      EXPECT_GE(steps_in_range, kStreamKMinSteps);
+      EXPECT_GE(steps_in_range, std::min(kStreamKMinSteps, c.nsteps));
   }
   for (int item = 0; item < c.n_items; ++item)
     for (int k = 0; k < c.nsteps; ++k)
@@ -119,6 +121,23 @@ TEST(StreamK, DecodeShapes) {
   const StreamKSched first(0, 2112, 1024, 48, 1);
   EXPECT_EQ(first.rounds, 0);
   EXPECT_EQ(first.q, 24);
+  // GLM-5's TP8 down (I 256: items of 2 NVFP4 steps) at T 8 on 12 x 132 warps: 11025 items, 6
+  // rounds and 1521 items left, one whole item each to 1521 warps (no split item, none with
+  // two): the longest warp 14 steps, not 16.
+  EXPECT_GT(check_case({11025, 1584, 2, 1}), -1);
+  int longest = 0, split = 0;
+  for (int w = 0; w < 1584; ++w) {
+    const StreamKSched s(w, 1584, 11025, 2, 1);
+    int steps = 0;
+    for (int j = 0; j < s.nseg; ++j) {
+      const StreamKSeg g = s.seg(j);
+      steps += g.ke - g.kb;
+      split += g.ke - g.kb < 2;
+    }
+    longest = std::max(longest, steps);
+  }
+  EXPECT_EQ(longest, 14);
+  EXPECT_EQ(split, 0);
 }
 
 // Split-K of the warp-specialized FP8 GEMM (ws_split_count / ws_split_range): the ranges of an

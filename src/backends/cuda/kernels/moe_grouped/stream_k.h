@@ -7,8 +7,9 @@
 // With W warps and n_items work items of nsteps k-steps: every warp takes n_items / W whole
 // items round-robin (item w + j*W), then the last n_items % W items are cut into units of `unit`
 // k-steps (FP8: one 128-k scale block) and warp w takes units [w*q, w*q + q) of them (stream-K),
-// q = max(ceil(units / W), kStreamKMinSteps steps), so no warp idles while others finish a last
-// round. 32-bit: the stream-K part spans fewer than W items.
+// q = max(ceil(units / W), kStreamKMinSteps steps or one whole item where items are shorter), so
+// no warp idles while others finish a last round. 32-bit: the stream-K part spans fewer than W
+// items.
 #pragma once
 
 #if defined(__CUDACC__)
@@ -36,7 +37,11 @@ struct StreamKSched {
     sk_base = rounds * W;
     U = nsteps / unit;
     const int total = (n_items - sk_base) * U;
-    const int fair = (total + W - 1) / W, shortest = (kStreamKMinSteps + unit - 1) / unit;
+    // Items shorter than kStreamKMinSteps (NVFP4 down of I <= 384: 2-3 steps) take whole-item
+    // ranges: no partial sums, and the remainder on as many warps as it has items (a range of
+    // kStreamKMinSteps put two such items on half of them: the longest warp one item longer).
+    const int fair = (total + W - 1) / W, min_steps = (kStreamKMinSteps + unit - 1) / unit,
+              shortest = min_steps < U ? min_steps : U;
     q = fair > shortest ? fair : shortest;
     u0 = w * q < total ? w * q : total;
     u1 = u0 + q < total ? u0 + q : total;
