@@ -29,6 +29,7 @@ struct LaunchOverrides {
   int hquant = -1;           // --hquant 0|1
   int nvf8 = -1;             // --nvf8 0|1 (1: NVFP4 computed in FP8, with FP8 activations)
   int act_t = -1;            // --act-t 0|1 (GroupedLaunch::act_transpose)
+  int dyn = -1;              // --dyn 0|1 (GroupedLaunch::ring_dynamic)
   double hybrid_gb = -1;     // --hybrid-gb X (GroupedLaunch::hybrid_min_bytes / 1e9)
   double hybrid_share = -1;  // --hybrid-share X (GroupedLaunch::hybrid_min_share)
 
@@ -53,6 +54,7 @@ struct LaunchOverrides {
       if (nvf8 == 1) l.fp8_act = true;
     }
     if (act_t >= 0) l.act_transpose = act_t == 1;
+    if (dyn >= 0) l.ring_dynamic = dyn == 1;
     if (hybrid_gb >= 0) l.hybrid_min_bytes = hybrid_gb * 1e9;
     if (hybrid_share >= 0) l.hybrid_min_share = hybrid_share;
     return l;
@@ -110,6 +112,7 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
                 : a == "--hquant"     ? &o->hquant
                 : a == "--nvf8"       ? &o->nvf8
                 : a == "--act-t"      ? &o->act_t
+                : a == "--dyn"        ? &o->dyn
                                       : nullptr;
   if (flag01 == nullptr) return 0;
   if (v != "0" && v != "1") {

@@ -450,8 +450,8 @@ TEST(MoeConfig, HeuristicNvfp4TakesTheCpAsyncRing) {
 }
 
 // The stream-K workspace of a set of configurations is the largest of them: one counter per
-// warp of the grid and 2 slots x 32 lanes x 8*nb partial sums per warp (16 with nb 1: the NVFP4
-// ring's items of two sub-blocks); none without the ring.
+// warp of the grid (and one claim counter per GEMM) and 2 slots x 32 lanes x 8*nb partial sums
+// per warp (16 with nb 1: the NVFP4 ring's items of two sub-blocks); none without the ring.
 TEST(MoeConfig, StreamKWorkspaceIsTheLargestOfTheConfigs) {
   const MoeDeviceLimits lim = limits(232448, 132);
   const GroupedFmt f = GroupedFmt::kNvfp4;
@@ -463,7 +463,8 @@ TEST(MoeConfig, StreamKWorkspaceIsTheLargestOfTheConfigs) {
   EXPECT_EQ(none.partial_floats, 0);
   const GroupedSkSizes small = moe_sk_sizes({streaming, ring_small}, lim, f);
   EXPECT_EQ(small.warps, 132 * 2 * 4);
-  EXPECT_EQ(small.counters(), 2 * 132 * 2 * 4);
+  EXPECT_EQ(small.counters(),
+            2 * 132 * 2 * 4 + 2);  // + the two GEMMs' claim counters (ring_dynamic)
   EXPECT_EQ(small.partial_floats, 132 * 2 * 4 * 2 * 32 * 16);
   const GroupedSkSizes big = moe_sk_sizes({ring_small, ring_big, streaming}, lim, f);
   EXPECT_EQ(big.warps, 132 * 2 * 8);

@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -138,6 +140,54 @@ TEST(StreamK, DecodeShapes) {
   }
   EXPECT_EQ(longest, 14);
   EXPECT_EQ(split, 0);
+}
+
+// The dynamic split: whichever warp claims which chunk, every k-step of every item is computed
+// once, pieces only in the last W / kStreamKDynTailDiv items, kStreamKDynPieces per item, of at
+// least 4 steps, in order, and piece slots stay below W (the stream-K partial-sum space).
+TEST(StreamK, DynamicChunksCoverEveryStepOnce) {
+  int dynamic = 0;
+  for (int nsteps : {2, 8, 16, 17, 48, 56, 96})
+    for (int W : {1, 2, 3, 7, 56, 2112})
+      for (int n_items : {0, 1, 13, 111, 4224, 4225, 25343, 25344, 28544, 90000}) {
+        if (!stream_k_dynamic(n_items, W, nsteps, 1)) continue;
+        ++dynamic;
+        SCOPED_TRACE((Case{n_items, W, nsteps, 1}).str());
+        const StreamKDyn d(n_items, W, nsteps);
+        const int tail = std::max(W / kStreamKDynTailDiv, 1);
+        EXPECT_EQ(d.n_tail, std::min(n_items, tail));
+        EXPECT_EQ(d.ppi, kStreamKDynPieces);
+        EXPECT_LE(static_cast<int64_t>(d.n_tail) * d.ppi,
+                  2LL * W);  // sk_partials: 2 slots per warp
+        std::vector<int> covered(static_cast<size_t>(n_items) * nsteps, 0);
+        for (int ch = 0; ch < d.n_chunks; ++ch) {
+          const StreamKSeg s = d.seg(ch);
+          ASSERT_GE(s.item, 0);
+          ASSERT_LT(s.item, n_items);
+          ASSERT_LT(s.kb, s.ke);
+          ASSERT_LE(s.ke, nsteps);
+          if (ch < d.n_whole) {
+            EXPECT_EQ(s.item, ch);
+            EXPECT_EQ(s.ke - s.kb, nsteps);
+          } else {
+            EXPECT_GE(s.item, n_items - tail) << "pieces only in the last items";
+            EXPECT_GE(s.ke - s.kb, 4);
+            const int pc = ch - d.n_whole;  // piece index = slot; the item's pieces in k order
+            EXPECT_EQ(s.item, d.n_whole + pc / d.ppi);
+            EXPECT_EQ(s.kb, (pc % d.ppi) * nsteps / d.ppi);
+          }
+          for (int k = s.kb; k < s.ke; ++k) ++covered[static_cast<size_t>(s.item) * nsteps + k];
+        }
+        for (size_t i = 0; i < covered.size(); ++i) ASSERT_EQ(covered[i], 1) << "step " << i;
+      }
+  EXPECT_GT(dynamic, 20);
+  EXPECT_FALSE(stream_k_dynamic(90000, 2112, 2, 1));   // TP8 down: 2-step items stay static
+  EXPECT_FALSE(stream_k_dynamic(25343, 2112, 48, 1));  // fewer than 12 rounds
+  EXPECT_FALSE(stream_k_dynamic(21760, 2112, 48, 1));  // glm5 T 32 gate_up: 10.3 rounds
+  EXPECT_FALSE(stream_k_dynamic(90000, 2112, 48, 2));  // FP8's 2-step units
+  EXPECT_TRUE(stream_k_dynamic(25344, 2112, 48, 1));   // 12 rounds
+  EXPECT_FALSE(stream_k_dynamic(90000, 1, 48, 1));     // one warp: nothing to balance
+  EXPECT_TRUE(stream_k_dynamic(28544, 2112, 48, 1));   // glm5 T 64 gate_up: 13.5 rounds
 }
 
 // Split-K of the warp-specialized FP8 GEMM (ws_split_count / ws_split_range): the ranges of an

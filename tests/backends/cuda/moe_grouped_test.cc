@@ -582,6 +582,29 @@ TEST_F(MoeGroupedTest, StreamKSplitsItemsBetweenWarps) {
   prepare_ = false;
 }
 
+// GroupedLaunch::ring_dynamic: the ring's warps claim whole items and then pieces of the last
+// items from a counter (StreamKDyn). On a small grid (6 warps) every GEMM here has 12 rounds of
+// items of 16 k-steps, so with packed weights (two-step stages, 8-token tiles) both take the
+// dynamic split: the reference's numbers, the same bits in two runs (pieces are added in piece
+// order whichever warp computed them). With items of two sub-blocks (no dynamic instance) the
+// flag leaves the fixed shares. StreamKSmall has a case for the sanitizers.
+TEST_F(MoeGroupedTest, DynamicSplitMatchesTheReference) {
+  prepare_ = true;
+  sm_override_ = 3;
+  for (int r2 : {0, 1}) {
+    Launch l{.nb = 1, .warps_per_cta = 2, .ctas_per_sm = 1, .pipelined = true, .pipe_r2 = r2};
+    l.ring_dynamic = true;
+    const Tensor a = check(Fmt::kNvfp4, 20, 2048, 2048, 8, 2, Routing::kRandom, l);
+    check(Fmt::kNvfp4, 37, 2048, 2048, 4, 3, Routing::kRandom, l);
+    const Tensor b = check(Fmt::kNvfp4, 20, 2048, 2048, 8, 2, Routing::kRandom, l);
+    ASSERT_EQ(a.numel(), b.numel());
+    EXPECT_EQ(std::memcmp(a.data<float>(), b.data<float>(), a.nbytes()), 0)
+        << "r2 " << r2 << ": two runs differ";
+  }
+  sm_override_ = 0;
+  prepare_ = false;
+}
+
 // Small stream-K cases for compute-sanitizer (scripts/gpu-test.sh runs memcheck and racecheck
 // on this test): split items at both ends of warp ranges, partial sums and counters; packed
 // NVFP4 (prepare_experts) runs the ring's two-step stages (8-token tiles; and one-step ones
@@ -609,6 +632,12 @@ TEST_F(MoeGroupedTest, StreamKSmall) {
   Launch l2 = l;
   l2.nb = 2;
   check(Fmt::kNvfp4, 45, 384, 256, 8, 4, Routing::kRandom, l2);
+  // The dynamic split (GroupedLaunch::ring_dynamic) on one SM (8 warps): gate_up's items of 16
+  // k-steps make 12+ rounds; down's (I 256: 2 steps) stay static.
+  sm_override_ = 1;
+  Launch dyn = l;
+  dyn.ring_dynamic = true;
+  check(Fmt::kNvfp4, 45, 2048, 256, 8, 4, Routing::kRandom, dyn);
   prepare_ = false;
   sm_override_ = 0;
 }

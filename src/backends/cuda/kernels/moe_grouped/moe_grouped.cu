@@ -64,7 +64,7 @@ bool pipe_aligned(const MoeGemmParams& p) {
 // stages of two k-steps (nb 1 or 2, packed, not r2: grouped_pipe_two_step; taken over bulk).
 template <GroupedFmt F, int NB, typename Fn>
 void with_gemm_kernel(bool gate_up, bool pipe, bool bulk, bool r2, bool two_step, int warps_per_cta,
-                      Fn&& fn) {
+                      Fn&& fn, bool dyn = false) {
   using namespace grouped;
   if constexpr (NB != 8) {
     if (pipe) {
@@ -74,6 +74,10 @@ void with_gemm_kernel(bool gate_up, bool pipe, bool bulk, bool r2, bool two_step
         if (r2)
           return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, false, 2>, smem)
                          : fn(moe_gemm_pipe_kernel<F, NB, false, false, 2>, smem);
+      if constexpr (F == GroupedFmt::kNvfp4 && NB == 1)
+        if (two_step && dyn)
+          return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, false, 1, 2, true>, smem)
+                         : fn(moe_gemm_pipe_kernel<F, NB, false, false, 1, 2, true>, smem);
       if constexpr (F == GroupedFmt::kNvfp4 && NB <= 2)
         if (two_step)  // (nb 2: before the bulk copies, per-lane two-step stages win there too)
           return gate_up ? fn(moe_gemm_pipe_kernel<F, NB, true, false, 1, 2>, smem)
@@ -101,11 +105,12 @@ void launch_gemm_nb(const MoeGemmParams& p, const GroupedLaunch& l, Stream strea
       << name << ": the pipelined kernel needs its stream-K workspace (grouped_sk_sizes)";
   const bool r2 = l.pipe_r2 == 1 && p.N % grouped_pipe_r2_rows(p.gate_up) == 0;
   const bool two_step = grouped_pipe_two_step(l, F, p.packed, r2);
-  with_gemm_kernel<F, NB>(p.gate_up, pipe, grouped_pipe_bulk(p, l), r2, two_step, l.warps_per_cta,
-                          [&](auto k, int smem) {
-                            launch_persistent(k, p, threads, smem, l.sm_count, l.ctas_per_sm, name,
-                                              stream, l.pdl);
-                          });
+  with_gemm_kernel<F, NB>(
+      p.gate_up, pipe, grouped_pipe_bulk(p, l), r2, two_step, l.warps_per_cta,
+      [&](auto k, int smem) {
+        launch_persistent(k, p, threads, smem, l.sm_count, l.ctas_per_sm, name, stream, l.pdl);
+      },
+      p.sk_claim != nullptr);
 }
 
 // fn.template operator()<F, NB>() for format f and nb mma column blocks (the instances exist for

@@ -377,6 +377,53 @@ __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const Strea
   }
 }
 
+// The dynamic split's fix-up (GroupedLaunch::ring_dynamic; StreamKDyn in stream_k.h): piece pc
+// of item s.item stores its partial sums in slot pc and counts itself in at the item's counter;
+// the last of the item's ppi pieces to arrive adds them in piece order and runs the epilogue.
+template <GroupedFmt F, int NB, bool GU, int NBS = NB, int R = 1>
+__device__ __forceinline__ void finish_piece(const MoeGemmParams& p, const StreamKDyn& ds,
+                                             const StreamKSeg& s, int piece, const Item<NB>& it,
+                                             float (&acc)[R][2][NB][4], int lane, int g, int c) {
+  constexpr int kAcc = R * 2 * NBS * 4;
+  const int i = s.item - ds.n_whole, first = i * ds.ppi;
+  auto slot_of = [&](int pc) -> float* {
+    return p.sk_partials + static_cast<int64_t>(pc) * kAcc * 32 + lane;
+  };
+  float* mine = slot_of(piece);
+#pragma unroll
+  for (int rr = 0; rr < R; ++rr)
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          mine[(((rr * 2 + t) * NB + nb) * 4 + r) * 32] = acc[rr][t][nb][r];
+  __threadfence();
+  __syncwarp();
+  int arrived = 0;
+  if (lane == 0) arrived = atomicAdd(p.sk_counters + i, 1);
+  arrived = __shfl_sync(0xffffffffu, arrived, 0);
+  if (arrived != ds.ppi - 1) return;  // not the last piece
+  __threadfence();
+#pragma unroll
+  for (int rr = 0; rr < R; ++rr) {
+    float sum[2][NB][4] = {};
+    for (int pc = first; pc < first + ds.ppi; ++pc) {
+      const float* src = slot_of(pc);
+#pragma unroll
+      for (int t = 0; t < 2; ++t)
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            sum[t][nb][r] += pc == piece ? acc[rr][t][nb][r]
+                                         : __ldcg(src + (((rr * 2 + t) * NB + nb) * 4 + r) * 32);
+    }
+    epilogue<F, NB, GU>(p, sub_item<NB, GU>(it, rr), sum, g, c);
+  }
+}
+
 // Shared-memory pipeline: every warp owns a ring of kS k-steps in shared memory, filled in groups
 // of kB steps, and keeps all groups but one of cp.async weight (and nvfp4 scale) copies in
 // flight, across item boundaries (the loader runs ahead through the warp's segments), so the
@@ -398,7 +445,8 @@ __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const Strea
 // an odd count, so the stream-K split and every sum are those of SPS 1), laid out [matrix][step]
 // [half][lane] x 16 data bytes, then [matrix][step][lane] x 4 scale bytes; the warp waits for and
 // refills stages at their first step.
-template <GroupedFmt F, int NB, bool GU, bool BULK = false, int R = 1, int SPS = 1>
+template <GroupedFmt F, int NB, bool GU, bool BULK = false, int R = 1, int SPS = 1,
+          bool DYN = false>
 __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     moe_gemm_pipe_kernel(const __grid_constant__ MoeGemmParams p) {
   grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
@@ -423,8 +471,17 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   constexpr int kSubRows = GU ? 16 : 32;  // rows of one matrix per sub-block (R per item)
   const int64_t row_blocks = p.N / (kSubRows * R);
   const int nsteps = static_cast<int>(p.Kd / Tr::kStepK);
-  const StreamKSched sc(blockIdx.x * wpb + (threadIdx.x >> 5), gridDim.x * wpb,
-                        static_cast<int>(*p.num_tiles * row_blocks), nsteps, kUnit);
+  const int wid = blockIdx.x * wpb + (threadIdx.x >> 5), n_warps = gridDim.x * wpb,
+            n_items = static_cast<int>(*p.num_tiles * row_blocks);
+  const StreamKSched sc(wid, n_warps, n_items, nsteps, kUnit);
+  // GroupedLaunch::ring_dynamic: chunks claimed from p.sk_claim (the first one is the warp's
+  // index); lane q of dq holds the chunk of the warp's segment j with j % 8 == q (the loader is
+  // at most two segments ahead of the math), lane 0 of dpend the next claimed chunk.
+  // DYN (GroupedLaunch::ring_dynamic, chosen on the host where the GEMM is expected to qualify,
+  // stream_k_dynamic): every chunk is claimed (any item count is computed right).
+  constexpr bool dyn = DYN;
+  const StreamKDyn ds(n_items, n_warps, nsteps);
+  int dq = 0, dpend = 0;
   const uint4* ring = smem + (threadIdx.x >> 5) * (kPipeWarpBytes<F, BULK> / 16);
   const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + lane * 16;
   // Per k-step and from half 0 (row g) to half 1 (row g + 8) of a lane's source bytes.
@@ -460,8 +517,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   int lj = 0, lk = 0, lke = 0, lr = 0;
   const uint8_t* lw[2];
   const uint8_t* ls[2];
-  auto aim = [&](int j) {
-    const StreamKSeg s = sc.seg(j);
+  auto aim = [&](const StreamKSeg& s) {
     lk = s.kb;
     lke = s.ke;
     const int64_t tile = s.item / row_blocks, rb = s.item % row_blocks;
@@ -478,9 +534,25 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
                   : nullptr;
     }
   };
-  if (sc.nseg > 0) aim(0);
+  // DYN: the loader's segment j (false past the last one).
+  auto loader_seg = [&](int j, StreamKSeg& s) -> bool {
+    const int ch = j == 0 ? wid : __shfl_sync(0xffffffffu, dpend, 0);
+    if (lane == (j & 7)) dq = ch;
+    if (ch >= ds.n_chunks) return false;
+    if (lane == 0) dpend = n_warps + atomicAdd(p.sk_claim, 1);
+    s = ds.seg(ch);
+    return true;
+  };
+  bool lvalid = false;
+  if constexpr (DYN) {
+    StreamKSeg ls0;
+    lvalid = loader_seg(0, ls0);
+    if (lvalid) aim(ls0);
+  } else {
+    if (sc.nseg > 0) aim(sc.seg(0));
+  }
   auto issue_step = [&](int stage) {
-    if (lj < sc.nseg) {
+    if (DYN ? lvalid : lj < sc.nseg) {
       const uint32_t dst = ring_s + stage * kStepBytes;
       const int wo = R > 1 ? lr * wsub : 0, so = R > 1 ? lr * ssub : 0;
       // SPS 2: steps in this stage (1 at the end of a segment of odd length)
@@ -529,7 +601,15 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
           lw[t] += n * wstep;
           if constexpr (F == GroupedFmt::kNvfp4) ls[t] += n * sstep;
         }
-        if ((lk += n) == lke && ++lj < sc.nseg) aim(lj);
+        if constexpr (DYN) {
+          if ((lk += n) == lke) {
+            StreamKSeg ns;
+            lvalid = loader_seg(++lj, ns);
+            if (lvalid) aim(ns);
+          }
+        } else {
+          if ((lk += n) == lke && ++lj < sc.nseg) aim(sc.seg(lj));
+        }
       }
     }
   };
@@ -544,8 +624,17 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   for (int gr = 0; gr < kGroups - 1; ++gr) issue_group(gr * kB);
 
   int stage = 0;
-  for (int j = 0; j < sc.nseg; ++j) {
-    const StreamKSeg s = sc.seg(j);
+  for (int j = 0; DYN || j < sc.nseg; ++j) {
+    StreamKSeg s;
+    int piece = -1;  // DYN: the chunk's piece index (< 0: a whole item)
+    if constexpr (DYN) {
+      const int ch = __shfl_sync(0xffffffffu, dq, j & 7);
+      if (ch >= ds.n_chunks) break;
+      s = ds.seg(ch);
+      piece = ch - ds.n_whole;
+    } else {
+      s = sc.seg(j);
+    }
     // The segment's math with NBI token columns (with_tile_width).
     auto run = [&](auto nbi_const) {
       constexpr int NBI = decltype(nbi_const)::value;
@@ -613,6 +702,8 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
       if (s.kb == 0 && s.ke == nsteps) {
 #pragma unroll
         for (int r = 0; r < R; ++r) epilogue<F, NBI, GU>(p, sub_item<NBI, GU>(it, r), acc[r], g, c);
+      } else if constexpr (DYN) {
+        finish_piece<F, NBI, GU, NB, R>(p, ds, s, piece, it, acc, lane, g, c);
       } else {
         finish_split<F, NBI, GU, NB, R>(p, sc, s, it, acc, lane, g, c);
       }

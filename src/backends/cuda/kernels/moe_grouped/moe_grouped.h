@@ -219,6 +219,12 @@ struct GroupedLaunch {
   // early, would take shared memory and SM slots from gate_up's rings: why `pdl` costs NVFP4 and
   // BF16, session 20). Same bits either way.
   bool pdl_light = false;
+  // The NVFP4 ring's warps (8-token tiles) claim their work from a counter (StreamKDyn,
+  // stream_k.h: whole items, then the last W / 4 items in pieces) instead of fixed stream-K
+  // shares, where the GEMM has 12 rounds of items of >= 16 k-steps (stream_k_dynamic). Results
+  // do not depend on which warp took what, but differ in the last bits from fixed shares (other
+  // partial sums). moe_launch: on for NVFP4.
+  bool ring_dynamic = false;
   int cc = 0;  // the device's compute capability, major * 10 + minor (moe_launch)
   // NVFP4 streaming GEMMs: x's 16-bit copy and h in the chunk-transposed order (act_index_t), so
   // each of a lane's four activation loads per k-step reads whole sectors together with the
@@ -340,6 +346,9 @@ struct MoeGemmParams {
   // between warps, and one arrival counter per warp of the grid, zero at launch.
   float* sk_partials = nullptr;
   int32_t* sk_counters = nullptr;
+  // GroupedLaunch::ring_dynamic: the counter the ring's warps claim chunks from (zero at launch;
+  // null: fixed shares).
+  int32_t* sk_claim = nullptr;
   // FP8 warpgroup-MMA GEMM with FP8 activations: tensor maps (CUtensorMap, 128 bytes each, device
   // memory) of the weights, map of matrix m of expert e at tmap + (m * tmap_e + e) * 128 bytes
   // (grouped_weight_tmaps); null: the weights are copied by cp.async.
@@ -374,7 +383,8 @@ struct MoeGemmParams {
 struct GroupedSkSizes {
   int64_t warps = 0;           // upper bound on the grid's warps: counters per GEMM
   int64_t partial_floats = 0;  // f32
-  int64_t counters() const { return 2 * warps; }  // int32
+  // int32: per GEMM one per warp, then the two GEMMs' claim counters (GroupedLaunch::ring_dynamic)
+  int64_t counters() const { return warps > 0 ? 2 * warps + 2 : 0; }
 };
 GroupedSkSizes grouped_sk_sizes(const GroupedLaunch& l);
 

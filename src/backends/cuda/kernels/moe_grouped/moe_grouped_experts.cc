@@ -400,6 +400,22 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   p1.split_bytes = split_bytes;
   p1.split_counters = split_counters;
   p1.split_counters_cap = split_cap;
+  // GroupedLaunch::ring_dynamic where the GEMM is expected to qualify (stream_k_dynamic: enough
+  // rounds of long items, by the expected tiles of uniform routing; the dynamic kernel is right
+  // for any count): the NVFP4 ring with 8-token tiles and two-step stages (other rings have no
+  // dynamic instance and ignore sk_claim). Instances for 16-token tiles (12-16 bytes of spills,
+  // 4-5% slower, session 36) and items of two sub-blocks (36-48 bytes of spills, level or
+  // slower; session 37) were measured and dropped.
+  const bool dyn_ok =
+      l.ring_dynamic && sk.warps > 0 && ge.fmt == GroupedFmt::kNvfp4 && !l.wgmma && l.nb == 1;
+  const double dyn_tiles =
+      dyn_ok ? grouped_expected_tiles(T, KS, ge.E, ge.shared, gp.tile_tokens) : 0.0;
+  const int dyn_w = l.sm_count * l.ctas_per_sm * l.warps_per_cta;
+  auto dyn_for = [&](int64_t N, int64_t Kd, int rows) {
+    return dyn_ok && grouped::stream_k_dynamic(static_cast<int>(dyn_tiles * (N / rows)), dyn_w,
+                                               static_cast<int>(Kd / 128), 1);
+  };
+  if (lg.pipe_r2 != 1 && dyn_for(ge.I, ge.D, 16)) p1.sk_claim = s.sk_counters + 2 * sk.warps;
   gemm(p1, lg, s.sk_counters);
   if (f8 && !l.wgmma_hquant)  // h rows of the warpgroup-MMA tiles -> E4M3 (x's codes are done)
     launch_moe_quant_rows(s.h, ge.I, wg_tiles, wg_num, list_tiles(T * KS, ge.E, kGroupedBigTile), q,
@@ -410,6 +426,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   p2.slot_w = s.slot_w;
   p2.out = s.out;
   p2.out_bf16 = grouped_out_bf16(l);
+  if (ld.pipe_r2 != 1 && dyn_for(ge.D, ge.I, 32)) p2.sk_claim = s.sk_counters + 2 * sk.warps + 1;
   gemm(p2, ld, sk.warps > 0 ? s.sk_counters + sk.warps : nullptr);
 
   launch_moe_combine(y, y_stride, s.out, p2.out_bf16, ids, ids_stride, T, ge.D, KS, ge.E, ge.shared,

@@ -66,6 +66,49 @@ struct StreamKSched {
   MOE_SK_HD int slot(int v, int i) const { return i == v * q / U ? 0 : 1; }
 };
 
+// Dynamic split (GroupedLaunch::ring_dynamic): the warps claim chunks in order from a counter
+// instead of taking fixed shares, so a warp the HBM serves faster takes more of them (with fixed
+// shares the warps of one grid finish 3-7% of the kernel apart at equal work; H200, session 36).
+// Chunks 0..n_whole-1 are whole items; the last n_tail = W / kStreamKDynTailDiv items are cut
+// into ppi pieces of nsteps / ppi k-steps (balanced), claimed after every whole item, so the grid
+// ends within about one piece. Piece pc (chunk n_whole + pc) keeps its partial sums in slot pc
+// (ppi * n_tail <= max(W, 4) <= 2 W slots, the stream-K partial-sum space); the last of an item's
+// pieces to arrive adds them in piece order (deterministic) and runs the epilogue. Only for unit 1,
+// items of >= kStreamKDynMinSteps steps (pieces of >= 4), grids of >= 2 warps and
+// >= kStreamKDynMinRounds rounds of items (stream_k_dynamic). NOTE: measured on the H200
+// (docs/perf.md, session 37; moe_bench
+// --dyn 1 --ab "--dyn 0", NVFP4, 8-token tiles, 2112 warps): from ~13 rounds it gains (glm5 /
+// dsv3 T 64 +0.5-1%, T 128 +2-2.7%), with fewer it loses (T 8 / 16 3-6%, 3.4-5 rounds; EP8
+// down's 2.5 rounds 1-1.5%); the last W / 4 items in pieces rather than the last W: level
+// unsharded, EP8 T 32 / 64 1-1.5% against 3.2-3.5% slower.
+constexpr int kStreamKDynMinSteps = 16;
+constexpr int kStreamKDynMinRounds = 12;
+constexpr int kStreamKDynPieces = 4;
+constexpr int kStreamKDynTailDiv = 4;
+
+MOE_SK_HD bool stream_k_dynamic(int n_items, int W, int nsteps, int unit) {
+  return unit == 1 && W >= 2 && nsteps >= kStreamKDynMinSteps &&
+         static_cast<long long>(n_items) >= static_cast<long long>(kStreamKDynMinRounds) * W;
+}
+
+struct StreamKDyn {
+  int n_whole, n_tail, ppi, n_chunks, nsteps;
+
+  MOE_SK_HD StreamKDyn(int n_items, int W, int nsteps_) : nsteps(nsteps_) {
+    const int tail = W / kStreamKDynTailDiv > 0 ? W / kStreamKDynTailDiv : 1;
+    n_tail = n_items < tail ? n_items : tail;
+    n_whole = n_items - n_tail;
+    ppi = kStreamKDynPieces;
+    n_chunks = n_whole + n_tail * ppi;
+  }
+  // Chunk c (< n_chunks): a whole item or piece c - n_whole.
+  MOE_SK_HD StreamKSeg seg(int c) const {
+    if (c < n_whole) return {c, 0, nsteps};
+    const int pc = c - n_whole, k = pc % ppi;
+    return {n_whole + pc / ppi, k * nsteps / ppi, (k + 1) * nsteps / ppi};
+  }
+};
+
 // Split-K of the single-CTA warp-specialized FP8 GEMM (MoeGemmParams::split_partials): f32
 // partial sums of one item (128 tokens x 256 rows) for one k-range, and the shortest range.
 constexpr long long kWsSplitItemBytes = 128LL * 256 * 4;
