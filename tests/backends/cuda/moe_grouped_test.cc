@@ -265,6 +265,13 @@ class MoeGroupedTest : public ::testing::Test {
       }
       run_grouped_experts(*ge, y.data<float>(), D, xd.data<float>(), D, idd.data<int32_t>(), K,
                           wd.data<float>(), K, T, K, s, l, ops_->stream());
+      claims_[0] = claims_[1] = -1;
+      if (sk.warps > 0) {
+        const Tensor claims = dev_->to_host(
+            TensorView(s.sk_counters + 2 * sk.warps, DType::kI32, {2}, Device::kCuda));
+        claims_[0] = claims.data<int32_t>()[0];
+        claims_[1] = claims.data<int32_t>()[1];
+      }
       // Grouping is stable: each expert's slots in increasing slot order (no atomics order),
       // experts in increasing id order (the shared expert E last, slot K of every token); slots
       // with bad ids are left out.
@@ -405,6 +412,9 @@ class MoeGroupedTest : public ::testing::Test {
   }
 
   int sm_override_ = 0;
+  // After a check with an explicit launch: the claims gate_up and down made from their claim
+  // counters (GroupedLaunch::ring_dynamic; 0: fixed shares; -1: the launch has no counters).
+  int32_t claims_[2] = {-1, -1};
   int64_t bad_every_ = 0;
   double max_f8_err_ = 0;           // largest error of the checks with FP8 activations
   double max_f8_emulated_err_ = 0;  // the same against fp8_act_emulated
@@ -586,20 +596,28 @@ TEST_F(MoeGroupedTest, StreamKSplitsItemsBetweenWarps) {
 // items from a counter (StreamKDyn). On a small grid (6 warps) every GEMM here has 12 rounds of
 // items of 16 k-steps, so with packed weights (two-step stages, 8-token tiles) both take the
 // dynamic split: the reference's numbers, the same bits in two runs (pieces are added in piece
-// order whichever warp computed them). With items of two sub-blocks (no dynamic instance) the
-// flag leaves the fixed shares. StreamKSmall has a case for the sanitizers.
+// order whichever warp computed them). With items of two sub-blocks or 16-token tiles (no
+// dynamic instance) the flag leaves the fixed shares. StreamKSmall has a case for the
+// sanitizers.
 TEST_F(MoeGroupedTest, DynamicSplitMatchesTheReference) {
   prepare_ = true;
   sm_override_ = 3;
-  for (int r2 : {0, 1}) {
-    Launch l{.nb = 1, .warps_per_cta = 2, .ctas_per_sm = 1, .pipelined = true, .pipe_r2 = r2};
+  for (auto [nb, r2] : {std::pair{1, 0}, std::pair{1, 1}, std::pair{2, 0}}) {
+    Launch l{.nb = nb, .warps_per_cta = 2, .ctas_per_sm = 1, .pipelined = true, .pipe_r2 = r2};
     l.ring_dynamic = true;
     const Tensor a = check(Fmt::kNvfp4, 20, 2048, 2048, 8, 2, Routing::kRandom, l);
+    if (nb == 1 && r2 == 0) {  // both GEMMs claimed their chunks (else fixed shares: no claims)
+      EXPECT_GT(claims_[0], 0) << "nb " << nb;
+      EXPECT_GT(claims_[1], 0) << "nb " << nb;
+    } else {
+      EXPECT_EQ(claims_[0], 0);
+      EXPECT_EQ(claims_[1], 0);
+    }
     check(Fmt::kNvfp4, 37, 2048, 2048, 4, 3, Routing::kRandom, l);
     const Tensor b = check(Fmt::kNvfp4, 20, 2048, 2048, 8, 2, Routing::kRandom, l);
     ASSERT_EQ(a.numel(), b.numel());
     EXPECT_EQ(std::memcmp(a.data<float>(), b.data<float>(), a.nbytes()), 0)
-        << "r2 " << r2 << ": two runs differ";
+        << "nb " << nb << " r2 " << r2 << ": two runs differ";
   }
   sm_override_ = 0;
   prepare_ = false;
@@ -638,6 +656,7 @@ TEST_F(MoeGroupedTest, StreamKSmall) {
   Launch dyn = l;
   dyn.ring_dynamic = true;
   check(Fmt::kNvfp4, 45, 2048, 256, 8, 4, Routing::kRandom, dyn);
+  EXPECT_GT(claims_[0], 0) << "gate_up did not claim";
   prepare_ = false;
   sm_override_ = 0;
 }

@@ -475,13 +475,13 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
             n_items = static_cast<int>(*p.num_tiles * row_blocks);
   const StreamKSched sc(wid, n_warps, n_items, nsteps, kUnit);
   // GroupedLaunch::ring_dynamic: chunks claimed from p.sk_claim (the first one is the warp's
-  // index); lane q of dq holds the chunk of the warp's segment j with j % 8 == q (the loader is
-  // at most two segments ahead of the math), lane 0 of dpend the next claimed chunk.
+  // index); lane q < 8 of dq holds the chunk of the warp's segment j with j % 8 == q (the loader
+  // is at most two segments ahead of the math), lane 8 the next claimed chunk (one register).
   // DYN (GroupedLaunch::ring_dynamic, chosen on the host where the GEMM is expected to qualify,
   // stream_k_dynamic): every chunk is claimed (any item count is computed right).
   constexpr bool dyn = DYN;
   const StreamKDyn ds(n_items, n_warps, nsteps);
-  int dq = 0, dpend = 0;
+  int dq = 0;
   const uint4* ring = smem + (threadIdx.x >> 5) * (kPipeWarpBytes<F, BULK> / 16);
   const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + lane * 16;
   // Per k-step and from half 0 (row g) to half 1 (row g + 8) of a lane's source bytes.
@@ -536,10 +536,10 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   };
   // DYN: the loader's segment j (false past the last one).
   auto loader_seg = [&](int j, StreamKSeg& s) -> bool {
-    const int ch = j == 0 ? wid : __shfl_sync(0xffffffffu, dpend, 0);
+    const int ch = j == 0 ? wid : __shfl_sync(0xffffffffu, dq, 8);
     if (lane == (j & 7)) dq = ch;
     if (ch >= ds.n_chunks) return false;
-    if (lane == 0) dpend = n_warps + atomicAdd(p.sk_claim, 1);
+    if (lane == 8) dq = n_warps + atomicAdd(p.sk_claim, 1);
     s = ds.seg(ch);
     return true;
   };

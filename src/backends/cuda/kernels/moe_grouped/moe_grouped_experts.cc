@@ -403,9 +403,10 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // GroupedLaunch::ring_dynamic where the GEMM is expected to qualify (stream_k_dynamic: enough
   // rounds of long items, by the expected tiles of uniform routing; the dynamic kernel is right
   // for any count): the NVFP4 ring with 8-token tiles and two-step stages (other rings have no
-  // dynamic instance and ignore sk_claim). Instances for 16-token tiles (12-16 bytes of spills,
-  // 4-5% slower, session 36) and items of two sub-blocks (36-48 bytes of spills, level or
-  // slower; session 37) were measured and dropped.
+  // dynamic instance and ignore sk_claim). Measured and dropped (docs/perf.md session 37): items
+  // of two sub-blocks (36-48 bytes of spills, level or slower) and 16-token tiles (no spills
+  // with the one-register claim queue, but T 192 / 384 3.4 / 0.8% faster, T 256 / 512 3.4 /
+  // 1.3-2.2% slower: no rule on rounds separates them).
   const bool dyn_ok =
       l.ring_dynamic && sk.warps > 0 && ge.fmt == GroupedFmt::kNvfp4 && !l.wgmma && l.nb == 1;
   const double dyn_tiles =
