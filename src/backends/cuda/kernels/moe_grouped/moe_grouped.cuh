@@ -327,11 +327,54 @@ __device__ __forceinline__ void cp_async16_l2(uint32_t dst, const void* src) {  
                : "memory");
 }
 
-// Stream-K fix-up of a split item (segment s of warp sc.w, partial sums acc; stream_k.h for
-// contributors, slots and counters): every contributor stores its partial sums, then counts
-// itself in; the last to arrive adds all contributions in warp order (deterministic) and runs
-// the epilogue.
-// NBS: the launch's token columns (the slot size); NB <= NBS those of this item's code.
+// The fix-up of an item whose k-steps several contributors computed: this one (index self)
+// stores its partial sums acc at slot_of(self) and counts itself in at *counter; the last of
+// contributors v0..v1 to arrive adds their contributions in that order (its own from acc:
+// deterministic whichever arrives last) and runs the epilogue. NBS: the launch's token columns
+// (the slot size); NB <= NBS those of this item's code.
+template <GroupedFmt F, int NB, bool GU, int NBS, int R, typename SlotOf>
+__device__ __forceinline__ void add_partials(const MoeGemmParams& p, const Item<NB>& it,
+                                             float (&acc)[R][2][NB][4], SlotOf&& slot_of, int self,
+                                             int v0, int v1, int32_t* counter, int lane, int g,
+                                             int c) {
+  float* mine = slot_of(self);
+#pragma unroll
+  for (int rr = 0; rr < R; ++rr)
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          mine[(((rr * 2 + t) * NB + nb) * 4 + r) * 32] = acc[rr][t][nb][r];
+  __threadfence();
+  __syncwarp();
+  int arrived = 0;
+  if (lane == 0) arrived = atomicAdd(counter, 1);
+  arrived = __shfl_sync(0xffffffffu, arrived, 0);
+  if (arrived != v1 - v0) return;  // not the last contributor
+  __threadfence();
+#pragma unroll
+  for (int rr = 0; rr < R; ++rr) {
+    float sum[2][NB][4] = {};
+    for (int v = v0; v <= v1; ++v) {
+      const float* src = slot_of(v);
+#pragma unroll
+      for (int t = 0; t < 2; ++t)
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            sum[t][nb][r] += v == self ? acc[rr][t][nb][r]
+                                       : __ldcg(src + (((rr * 2 + t) * NB + nb) * 4 + r) * 32);
+    }
+    epilogue<F, NB, GU>(p, sub_item<NB, GU>(it, rr), sum, g, c);
+  }
+}
+
+// Stream-K fix-up of a split item (segment s of warp sc.w; stream_k.h for contributors, slots
+// and counters): warps first_warp..last_warp, slot sc.slot of each, the counter keyed by the
+// last one.
 template <GroupedFmt F, int NB, bool GU, int NBS = NB, int R = 1>
 __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const StreamKSched& sc,
                                              const StreamKSeg& s, const Item<NB>& it,
@@ -342,86 +385,22 @@ __device__ __forceinline__ void finish_split(const MoeGemmParams& p, const Strea
   auto slot_of = [&](int v) -> float* {
     return p.sk_partials + (static_cast<int64_t>(v) * 2 + sc.slot(v, i)) * kAcc * 32 + lane;
   };
-  float* mine = slot_of(sc.w);
-#pragma unroll
-  for (int rr = 0; rr < R; ++rr)
-#pragma unroll
-    for (int t = 0; t < 2; ++t)
-#pragma unroll
-      for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-          mine[(((rr * 2 + t) * NB + nb) * 4 + r) * 32] = acc[rr][t][nb][r];
-  __threadfence();
-  __syncwarp();
-  int arrived = 0;
-  if (lane == 0) arrived = atomicAdd(p.sk_counters + wl, 1);
-  arrived = __shfl_sync(0xffffffffu, arrived, 0);
-  if (arrived != wl - wf) return;  // not the last contributor
-  __threadfence();
-#pragma unroll
-  for (int rr = 0; rr < R; ++rr) {
-    float sum[2][NB][4] = {};
-    for (int v = wf; v <= wl; ++v) {
-      const float* src = slot_of(v);
-#pragma unroll
-      for (int t = 0; t < 2; ++t)
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-          for (int r = 0; r < 4; ++r)
-            sum[t][nb][r] += v == sc.w ? acc[rr][t][nb][r]
-                                       : __ldcg(src + (((rr * 2 + t) * NB + nb) * 4 + r) * 32);
-    }
-    epilogue<F, NB, GU>(p, sub_item<NB, GU>(it, rr), sum, g, c);
-  }
+  add_partials<F, NB, GU, NBS>(p, it, acc, slot_of, sc.w, wf, wl, p.sk_counters + wl, lane, g, c);
 }
 
-// The dynamic split's fix-up (GroupedLaunch::ring_dynamic; StreamKDyn in stream_k.h): piece pc
-// of item s.item stores its partial sums in slot pc and counts itself in at the item's counter;
-// the last of the item's ppi pieces to arrive adds them in piece order and runs the epilogue.
+// The dynamic split's fix-up (GroupedLaunch::ring_dynamic; StreamKDyn in stream_k.h): the ppi
+// pieces of item s.item, piece pc in slot pc, the counter keyed by the item's tail index.
 template <GroupedFmt F, int NB, bool GU, int NBS = NB, int R = 1>
 __device__ __forceinline__ void finish_piece(const MoeGemmParams& p, const StreamKDyn& ds,
                                              const StreamKSeg& s, int piece, const Item<NB>& it,
                                              float (&acc)[R][2][NB][4], int lane, int g, int c) {
   constexpr int kAcc = R * 2 * NBS * 4;
-  const int i = s.item - ds.n_whole, first = i * ds.ppi;
+  const int i = s.item - ds.n_whole;
   auto slot_of = [&](int pc) -> float* {
     return p.sk_partials + static_cast<int64_t>(pc) * kAcc * 32 + lane;
   };
-  float* mine = slot_of(piece);
-#pragma unroll
-  for (int rr = 0; rr < R; ++rr)
-#pragma unroll
-    for (int t = 0; t < 2; ++t)
-#pragma unroll
-      for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-          mine[(((rr * 2 + t) * NB + nb) * 4 + r) * 32] = acc[rr][t][nb][r];
-  __threadfence();
-  __syncwarp();
-  int arrived = 0;
-  if (lane == 0) arrived = atomicAdd(p.sk_counters + i, 1);
-  arrived = __shfl_sync(0xffffffffu, arrived, 0);
-  if (arrived != ds.ppi - 1) return;  // not the last piece
-  __threadfence();
-#pragma unroll
-  for (int rr = 0; rr < R; ++rr) {
-    float sum[2][NB][4] = {};
-    for (int pc = first; pc < first + ds.ppi; ++pc) {
-      const float* src = slot_of(pc);
-#pragma unroll
-      for (int t = 0; t < 2; ++t)
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-          for (int r = 0; r < 4; ++r)
-            sum[t][nb][r] += pc == piece ? acc[rr][t][nb][r]
-                                         : __ldcg(src + (((rr * 2 + t) * NB + nb) * 4 + r) * 32);
-    }
-    epilogue<F, NB, GU>(p, sub_item<NB, GU>(it, rr), sum, g, c);
-  }
+  add_partials<F, NB, GU, NBS>(p, it, acc, slot_of, piece, i * ds.ppi, i * ds.ppi + ds.ppi - 1,
+                               p.sk_counters + i, lane, g, c);
 }
 
 // Shared-memory pipeline: every warp owns a ring of kS k-steps in shared memory, filled in groups
@@ -479,7 +458,6 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   // is at most two segments ahead of the math), lane 8 the next claimed chunk (one register).
   // DYN (GroupedLaunch::ring_dynamic, chosen on the host where the GEMM is expected to qualify,
   // stream_k_dynamic): every chunk is claimed (any item count is computed right).
-  constexpr bool dyn = DYN;
   const StreamKDyn ds(n_items, n_warps, nsteps);
   int dq = 0;
   const uint4* ring = smem + (threadIdx.x >> 5) * (kPipeWarpBytes<F, BULK> / 16);
