@@ -1,14 +1,135 @@
-// `moengine tune-moe --model-path DIR [--cache FILE] [--tokens 1,8,64,256] [--fmt bf16,fp8,nvfp4]
+// `moengine tune-moe --model-path DIR [--cache FILE] [--tokens 1,2,4,...,256] [--fmt
+// bf16,fp8,nvfp4]
 //                    [--iters 20]`: measures every candidate launch configuration of the grouped
 // MoE kernels for the model's MoE shape (hidden_size, moe_intermediate_size, n_routed_experts,
 // num_experts_per_tok from DIR/config.json; with n_shared_experts 1 the shared expert rides along
 // as one more expert and slot, as in CudaOps::moe_experts) on GPU 0, with synthetic weights of
-// each format and
-// uniform random routing, and stores the fastest per (GPU, shape, T bucket, format) in the JSON
-// tune cache (default DIR/moe_tune.json). Time = median of CUDA-graph replays with a 256 MiB
-// L2 flush before each. `moengine generate --device cuda` loads DIR/moe_tune.json when present
-// (or --moe-tune-cache FILE); shapes without an entry use moe_heuristic_config.
+// each format and uniform random routing, and stores the fastest per (GPU, shape, T bucket,
+// format) in the JSON tune cache (default DIR/moe_tune.json). A T bucket is the power of two at or
+// above T (moe_t_bucket): a call of T tokens uses the entry measured at its bucket's count, so the
+// default counts are every bucket up to 256; two counts of one bucket are refused (the second
+// would overwrite the first). Time = median of CUDA-graph replays with a 256 MiB L2 flush before
+// each. `moengine generate --device cuda` loads DIR/moe_tune.json when present (or
+// --moe-tune-cache FILE); shapes without an entry use moe_heuristic_config.
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace moe::apps {
+namespace {
+
+// The flags, checked before anything touches the GPU (so a typo costs no device time).
+struct TuneMoeArgs {
+  std::string model_path, cache_path;
+  std::vector<std::string> fmts;  // bf16, fp8, nvfp4
+  std::vector<int64_t> tokens;    // >= 1, one per T bucket
+  int iters = 20;
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string t; std::getline(ss, t, ',');) out.push_back(t);
+  return out;
+}
+
+// A decimal integer in [lo, hi], the whole string.
+bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* v) {
+  if (s.empty() || s.size() > 18) return false;
+  for (char ch : s)
+    if (ch < '0' || ch > '9') return false;
+  *v = std::strtoll(s.c_str(), nullptr, 10);
+  return *v >= lo && *v <= hi;
+}
+
+// 0 when the flags are usable, else 2 after one line on stderr saying what to change.
+int parse_tune_moe_args(int argc, char** argv, int first, TuneMoeArgs* a) {
+  std::string fmts = "bf16,fp8,nvfp4", tokens = "1,2,4,8,16,32,64,128,256";
+  for (int i = first; i < argc; ++i) {
+    const std::string f = argv[i];
+    if (f != "--model-path" && f != "--cache" && f != "--fmt" && f != "--tokens" &&
+        f != "--iters") {
+      std::fprintf(stderr,
+                   "tune-moe: unknown flag %s (flags: --model-path DIR, --cache FILE, --tokens "
+                   "1,2,4,..., --fmt bf16,fp8,nvfp4, --iters N)\n",
+                   f.c_str());
+      return 2;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "tune-moe: %s needs a value\n", f.c_str());
+      return 2;
+    }
+    const std::string v = argv[++i];
+    if (f == "--model-path") {
+      a->model_path = v;
+    } else if (f == "--cache") {
+      a->cache_path = v;
+    } else if (f == "--fmt") {
+      fmts = v;
+    } else if (f == "--tokens") {
+      tokens = v;
+    } else {
+      int64_t n = 0;
+      if (!parse_int(v, 3, 100000, &n)) {
+        std::fprintf(stderr, "tune-moe: --iters %s: give a whole number of replays, 3..100000\n",
+                     v.c_str());
+        return 2;
+      }
+      a->iters = static_cast<int>(n);
+    }
+  }
+  if (a->model_path.empty()) {
+    std::fprintf(stderr, "tune-moe: --model-path DIR is required (a folder with config.json)\n");
+    return 2;
+  }
+  if (a->cache_path.empty()) a->cache_path = a->model_path + "/moe_tune.json";
+  std::set<std::string> seen_fmt;
+  for (const std::string& f : split_list(fmts)) {
+    if (f != "bf16" && f != "fp8" && f != "nvfp4") {
+      std::fprintf(stderr, "tune-moe: --fmt %s: unknown format '%s' (formats: bf16, fp8, nvfp4)\n",
+                   fmts.c_str(), f.c_str());
+      return 2;
+    }
+    if (seen_fmt.insert(f).second) a->fmts.push_back(f);
+  }
+  if (a->fmts.empty()) {
+    std::fprintf(stderr, "tune-moe: --fmt is empty (formats: bf16, fp8, nvfp4)\n");
+    return 2;
+  }
+  std::set<int64_t> buckets;
+  for (const std::string& t : split_list(tokens)) {
+    int64_t T = 0;
+    if (!parse_int(t, 1, 1 << 20, &T)) {
+      std::fprintf(stderr,
+                   "tune-moe: --tokens %s: '%s' is not a token count (whole numbers 1..%d, "
+                   "comma-separated)\n",
+                   tokens.c_str(), t.c_str(), 1 << 20);
+      return 2;
+    }
+    int64_t b = 1;
+    while (b < T) b <<= 1;  // moe_t_bucket
+    if (!buckets.insert(b).second) {
+      std::fprintf(stderr,
+                   "tune-moe: --tokens %s: two counts fall in the bucket T <= %lld (one entry "
+                   "each); give one count per power of two\n",
+                   tokens.c_str(), static_cast<long long>(b));
+      return 2;
+    }
+    a->tokens.push_back(T);
+  }
+  if (a->tokens.empty()) {
+    std::fprintf(stderr, "tune-moe: --tokens is empty (e.g. --tokens 1,2,4,8,16,32,64,128,256)\n");
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace moe::apps
 
 #if defined(MOE_HAVE_CUDA) && MOE_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -28,6 +149,7 @@
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
 #include "backends/cuda/moe_config/moe_config.h"
+#include "model/model_config.h"
 
 namespace moe::apps {
 namespace {
@@ -40,21 +162,18 @@ bool ok(cudaError_t e, const char* what) {
   return false;
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string t; std::getline(ss, t, ',');) out.push_back(t);
-  return out;
-}
-
 struct Buffers {
   std::vector<void*> p;
+  bool failed = false;  // a cudaMalloc failed (reported): nothing may run on these buffers
   ~Buffers() {
     for (void* q : p) cudaFree(q);
   }
   void* get(size_t n, int byte) {
     void* q = nullptr;
-    if (!ok(cudaMalloc(&q, n), "cudaMalloc")) return nullptr;
+    if (!ok(cudaMalloc(&q, n), "cudaMalloc")) {
+      failed = true;
+      return nullptr;
+    }
     cudaMemset(q, byte, n);  // 0x3C: bf16 ~0.011, fp8 1.5, e2m1 codes 1.5/-2: no NaN, not zero
     p.push_back(q);
     return q;
@@ -87,61 +206,37 @@ ops::Weight weight(Buffers& b, GroupedFmt f, int64_t N, int64_t K) {
 }  // namespace
 
 int cmd_tune_moe(int argc, char** argv, int first) {
-  std::string model_path, cache_path, fmts = "bf16,fp8,nvfp4", tokens = "1,4,8,32,64,128,256";
-  int iters = 20;
-  for (int i = first; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "tune-moe: %s needs a value\n", a.c_str());
-      return 2;
-    }
-    const std::string v = argv[++i];
-    if (a == "--model-path")
-      model_path = v;
-    else if (a == "--cache")
-      cache_path = v;
-    else if (a == "--fmt")
-      fmts = v;
-    else if (a == "--tokens")
-      tokens = v;
-    else if (a == "--iters")
-      iters = std::max(3, std::atoi(v.c_str()));
-    else {
-      std::fprintf(stderr, "tune-moe: unknown flag %s (see the usage at the top of --help)\n",
-                   a.c_str());
-      return 2;
-    }
-  }
-  if (model_path.empty()) {
-    std::fprintf(stderr, "tune-moe: --model-path DIR is required (a folder with config.json)\n");
+  TuneMoeArgs args;
+  if (int rc = parse_tune_moe_args(argc, argv, first, &args); rc != 0) return rc;
+  const std::string& model_path = args.model_path;
+  const std::string& cache_path = args.cache_path;
+  const int iters = args.iters;
+  // config.json read and checked as the engine reads it (one message listing every problem).
+  auto mc = model::load_model_config(model_path);
+  if (!mc.ok()) {
+    std::fprintf(stderr, "tune-moe: %s\n", mc.status().to_string().c_str());
     return 2;
   }
-  if (cache_path.empty()) cache_path = model_path + "/moe_tune.json";
-  nlohmann::json cfg;
-  try {
-    std::ifstream in(model_path + "/config.json");
-    if (!in) throw std::runtime_error("cannot open " + model_path + "/config.json");
-    in >> cfg;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tune-moe: %s\n", e.what());
-    return 2;
-  }
-  const int64_t D = cfg.value("hidden_size", int64_t{0}),
-                I = cfg.value("moe_intermediate_size", int64_t{0}),
-                E = cfg.value("n_routed_experts", int64_t{0}),
-                K = cfg.value("num_experts_per_tok", int64_t{0}),
-                n_shared = cfg.value("n_shared_experts", int64_t{0});
-  if (D <= 0 || I <= 0 || E <= 0 || K <= 0 || E > cuda::kMaxGroupedExperts) {
+  const int64_t D = mc->hidden_size, I = mc->moe_intermediate_size, E = mc->n_routed_experts,
+                K = mc->num_experts_per_tok, n_shared = mc->n_shared_experts;
+  if (E <= 0 || I <= 0 || E > cuda::kMaxGroupedExperts) {
     std::fprintf(stderr,
-                 "tune-moe: config.json needs hidden_size, moe_intermediate_size, "
-                 "n_routed_experts (<= %d) and num_experts_per_tok\n",
-                 cuda::kMaxGroupedExperts);
+                 "tune-moe: %s/config.json: the grouped MoE kernels take 1..%d routed experts "
+                 "with moe_intermediate_size >= 1 (this config: %lld experts, I %lld)\n",
+                 model_path.c_str(), cuda::kMaxGroupedExperts, static_cast<long long>(E),
+                 static_cast<long long>(I));
     return 2;
   }
   auto dev = cuda::query_device(0);
   if (!dev.ok()) {
-    std::fprintf(stderr, "tune-moe: %s\n", dev.status().to_string().c_str());
-    return 1;
+    // (The status's own advice is for generate: "use --device cpu".)
+    std::string why = dev.status().message();
+    if (const size_t cut = why.find(" (no usable CUDA"); cut != std::string::npos) why.resize(cut);
+    std::fprintf(stderr,
+                 "tune-moe: no usable GPU (%s): it measures the kernels on the GPU that will "
+                 "serve, so run it there\n",
+                 why.c_str());
+    return 2;
   }
   // An existing cache is extended (entries of other GPUs and shapes are kept); one the engine
   // would refuse (not JSON, another version, malformed entries) stops here with the reason.
@@ -163,7 +258,8 @@ int cmd_tune_moe(int argc, char** argv, int first) {
   if (!ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream")) return 1;
   Buffers common;
   void* flush = common.get(size_t{256} << 20, 0);
-  for (const std::string& fname : split(fmts)) {
+  if (common.failed) return 1;
+  for (const std::string& fname : args.fmts) {
     const GroupedFmt f = fname == "fp8"     ? GroupedFmt::kFp8Block
                          : fname == "nvfp4" ? GroupedFmt::kNvfp4
                                             : GroupedFmt::kBf16;
@@ -199,8 +295,14 @@ int cmd_tune_moe(int argc, char** argv, int first) {
     };
     add_tmaps(*ge);
     add_tmaps(*gf);
-    for (const std::string& ts : split(tokens)) {
-      const int64_t T = std::max<int64_t>(1, std::atoll(ts.c_str()));
+    if (wb.failed) {
+      std::fprintf(stderr,
+                   "tune-moe: %s: the GPU has no room for %lld experts' synthetic weights; free "
+                   "it, or tune one format at a time (--fmt)\n",
+                   fname.c_str(), static_cast<long long>(E + (n_shared == 1 ? 1 : 0)));
+      return 1;
+    }
+    for (const int64_t T : args.tokens) {
       const cuda::GroupedExperts& g = folds && T <= cuda::moe_shared_fold_max_tokens(f) ? *gf : *ge;
       const int64_t KS = g.slots(K), ES = g.E, TK = T * KS;
       std::vector<int32_t> ids(T * K), all(E);
@@ -235,6 +337,11 @@ int cmd_tune_moe(int argc, char** argv, int first) {
         qbytes = std::max(
             qbytes, cuda::grouped_fp8_act_bytes(cuda::moe_launch(c, lim, f, T), f, T, D, I, KS));
       s.q = static_cast<uint8_t*>(b.get(qbytes, 0));
+      if (b.failed) {
+        std::fprintf(stderr, "tune-moe: %s T %lld: the GPU has no room for the activations\n",
+                     fname.c_str(), static_cast<long long>(T));
+        return 1;
+      }
       double best_us = 1e30;
       cuda::MoeKernelConfig best = cuda::moe_heuristic_config(shape, lim);
       for (const cuda::MoeKernelConfig& c : cands) {
@@ -296,7 +403,9 @@ int cmd_tune_moe(int argc, char** argv, int first) {
 
 namespace moe::apps {
 
-int cmd_tune_moe(int, char**, int) {
+int cmd_tune_moe(int argc, char** argv, int first) {
+  TuneMoeArgs args;
+  if (int rc = parse_tune_moe_args(argc, argv, first, &args); rc != 0) return rc;
   std::fprintf(stderr,
                "tune-moe: this moengine was built without CUDA; rebuild with the CUDA "
                "toolkit to tune the MoE kernels\n");

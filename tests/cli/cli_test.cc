@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -140,6 +141,39 @@ TEST_F(CliTest, BadFlags) {
       "generate --model-path " + dir_.string() + " --prompt-ids 1 --moe-f16-activations",
       {"--moe-f16-activations applies to --device cuda"});
   expect_bad_input("make-tiny --arch llama --out /tmp/x", {"unknown --arch 'llama'"});
+}
+
+// tune-moe checks its flags and the model's config.json before it looks for a GPU; with none
+// visible (CUDA_VISIBLE_DEVICES empty, so the test is the same on a GPU machine) it says so.
+TEST_F(CliTest, TuneMoeBadInput) {
+  const std::string m = "tune-moe --model-path " + dir_.string();
+  expect_bad_input("tune-moe", {"--model-path DIR is required"});
+  expect_bad_input("tune-moe --model-path", {"needs a value"});
+  expect_bad_input(m + " --bogus 1", {"unknown flag --bogus"});
+  expect_bad_input(m + " --fmt nvfp44", {"unknown format 'nvfp44'", "bf16, fp8, nvfp4"});
+  expect_bad_input(m + " --fmt bf16,,fp8", {"unknown format ''"});
+  expect_bad_input(m + " --tokens 1,x", {"'x' is not a token count"});
+  expect_bad_input(m + " --tokens 0", {"'0' is not a token count"});
+  expect_bad_input(m + " --tokens 8,-1", {"'-1' is not a token count"});
+  expect_bad_input(m + " --tokens 1,3,4", {"bucket T <= 4"});
+  expect_bad_input(m + " --iters 2", {"--iters 2"});
+  expect_bad_input(m + " --iters 5x", {"--iters 5x"});
+  const char* old = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string saved = old ? old : "";
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  fs::path c = copy_model("tune_noconfig");
+  fs::remove(c / "config.json");
+#if defined(MOE_CLI_HAS_CUDA)
+  expect_bad_input(m + " --fmt nvfp4 --tokens 1", {"no usable GPU", "run it there"});
+  expect_bad_input("tune-moe --model-path " + c.string(), {"config.json"});
+#else
+  expect_bad_input(m + " --fmt nvfp4 --tokens 1", {"built without CUDA"});
+  expect_bad_input("tune-moe --model-path " + c.string(), {"built without CUDA"});
+#endif
+  if (old)
+    ::setenv("CUDA_VISIBLE_DEVICES", saved.c_str(), 1);
+  else
+    ::unsetenv("CUDA_VISIBLE_DEVICES");
 }
 
 TEST_F(CliTest, MissingFiles) {
