@@ -85,6 +85,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <numeric>
@@ -305,6 +306,20 @@ LocalRouting local_routing(const LayerShape& sh, const std::vector<int32_t>& glo
   return r;
 }
 
+// A whole decimal number in [lo, hi] for `flag` (value `v`), else false after one line saying
+// what is expected.
+bool int_flag(const std::string& flag, const std::string& v, long long lo, long long hi,
+              const char* what, long long* out) {
+  char* end = nullptr;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < lo || n > hi) {
+    std::fprintf(stderr, "%s %s: expected %s\n", flag.c_str(), v.c_str(), what);
+    return false;
+  }
+  *out = n;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -332,10 +347,16 @@ int main(int argc, char** argv) {
       routings = split(v);
     else if (a == "--tokens") {
       tokens.clear();
-      for (auto& t : split(v)) tokens.push_back(std::max<long long>(1, std::atoll(t.c_str())));
-    } else if (a == "--iters")
-      iters = std::max(3, std::atoi(v.c_str()));
-    else if (a == "--sustain-ms") {
+      for (auto& t : split(v)) {
+        long long n = 0;
+        if (!int_flag(a, t, 1, 1 << 20, "token counts 1..1048576, comma-separated", &n)) return 2;
+        tokens.push_back(n);
+      }
+    } else if (a == "--iters") {
+      long long n = 0;
+      if (!int_flag(a, v, 3, 100000, "3..100000 replays", &n)) return 2;
+      iters = static_cast<int>(n);
+    } else if (a == "--sustain-ms") {
       char* end = nullptr;
       const long ms = std::strtol(v.c_str(), &end, 10);
       if (end == v.c_str() || *end != '\0' || ms < 0 || ms > 600000) {
@@ -347,19 +368,31 @@ int main(int argc, char** argv) {
       routing_dir = v;
     else if (a == "--json")
       json_path = v;
-    else if (a == "--nb")
-      force_nb = std::atoi(v.c_str());
-    else if (a == "--warps")
-      force_warps = std::atoi(v.c_str());
-    else if (a == "--ctas")
-      force_ctas = std::atoi(v.c_str());
-    else if (a == "--pipe")
-      force_pipe = std::atoi(v.c_str());
-    else if (a == "--sweep")
-      sweep = std::atoi(v.c_str());
-    else if (a == "--shared")
-      g_shared = std::atoi(v.c_str());
-    else if (a == "--ab") {
+    else if (a == "--nb") {
+      long long n = 0;
+      if (!int_flag(a, v, 0, 16, "0 (the heuristic's) or a row-block count", &n)) return 2;
+      force_nb = static_cast<int>(n);
+    } else if (a == "--warps") {
+      long long n = 0;
+      if (!int_flag(a, v, 0, 32, "0 (the heuristic's) or warps per CTA", &n)) return 2;
+      force_warps = static_cast<int>(n);
+    } else if (a == "--ctas") {
+      long long n = 0;
+      if (!int_flag(a, v, 0, 32, "0 (the heuristic's) or CTAs per SM", &n)) return 2;
+      force_ctas = static_cast<int>(n);
+    } else if (a == "--pipe") {
+      long long n = 0;
+      if (!int_flag(a, v, -1, 1, "-1 (the heuristic's), 0 or 1", &n)) return 2;
+      force_pipe = static_cast<int>(n);
+    } else if (a == "--sweep") {
+      long long n = 0;
+      if (!int_flag(a, v, 0, 2, "0, 1 or 2", &n)) return 2;
+      sweep = static_cast<int>(n);
+    } else if (a == "--shared") {
+      long long n = 0;
+      if (!int_flag(a, v, 0, 2, "0, 1 (folded) or 2 (apart)", &n)) return 2;
+      g_shared = static_cast<int>(n);
+    } else if (a == "--ab") {
       g_ab = true;
       ab_flags = v;
     } else if (a == "--layout") {
@@ -434,6 +467,20 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "unknown --fmt %s (bf16, fp8, nvfp4)\n", f.c_str());
       return 2;
     }
+  // Output paths before any GPU work (an unwritable one would only show at the end, or never).
+  std::ofstream json;
+  if (!json_path.empty()) {
+    json.open(json_path);
+    if (!json) {
+      std::fprintf(stderr, "--json %s: cannot write the file (does its folder exist?)\n",
+                   json_path.c_str());
+      return 2;
+    }
+  }
+  if (!routing_dir.empty() && !std::filesystem::is_directory(routing_dir)) {
+    std::fprintf(stderr, "--routing-dir %s: not a folder (create it first)\n", routing_dir.c_str());
+    return 2;
+  }
   auto dev = query_device(0);
   if (!dev.ok()) {
     std::fprintf(stderr, "%s\n", dev.status().to_string().c_str());
@@ -446,8 +493,6 @@ int main(int argc, char** argv) {
   void* flush = nullptr;
   const size_t flush_bytes = size_t{256} << 20;
   CK(cudaMalloc(&flush, flush_bytes));
-  std::ofstream json;
-  if (!json_path.empty()) json.open(json_path);
   std::printf("%-8s %-7s %-5s %5s %5s %4s %3s %4s %10s %9s %7s %9s %10s %5s %5s\n", "shape",
               "routing", "fmt", "T", "rows", "uniq", "nb", "pipe", "time_us", "GB/s", "%4.8TB",
               "TFLOP/s", "heur_us", "cfg", "big");
@@ -495,6 +540,11 @@ int main(int argc, char** argv) {
                 routing_dir + "/routing_" + sname + "_" + rname + "_T" + std::to_string(T) + ".bin",
                 std::ios::binary);
             f.write(reinterpret_cast<const char*>(lr.ids.data()), lr.ids.size() * 4);
+            if (!f) {
+              std::fprintf(stderr, "--routing-dir %s: cannot write the routing files\n",
+                           routing_dir.c_str());
+              return 1;
+            }
           }
           // Activations: x, y [R, D] f32, out [R*KS, D] f32, xa [R, D] and h [R*KS, I] 16-bit.
           const size_t act_bytes = size_t(R) * sh.D * 10 + size_t(RK) * (sh.D * 4 + sh.I * 2) +
