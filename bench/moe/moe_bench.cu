@@ -330,6 +330,21 @@ int main(int argc, char** argv) {
   int sweep = 0;
   std::string routing_dir, json_path;
   std::string ab_flags;
+  struct IntFlag {
+    const char* name;
+    long long lo, hi;
+    const char* what;
+    int* out;
+  };
+  const IntFlag int_flags[] = {
+      {"--iters", 3, 100000, "3..100000 replays", &iters},
+      {"--nb", 0, 16, "0 (the heuristic's) or a row-block count", &force_nb},
+      {"--warps", 0, 32, "0 (the heuristic's) or warps per CTA", &force_warps},
+      {"--ctas", 0, 32, "0 (the heuristic's) or CTAs per SM", &force_ctas},
+      {"--pipe", -1, 1, "-1 (the heuristic's), 0 or 1", &force_pipe},
+      {"--sweep", 0, 2, "0, 1 or 2", &sweep},
+      {"--shared", 0, 2, "0, 1 (folded) or 2 (apart)", &g_shared},
+      {"--sustain-ms", 0, 600000, "milliseconds in 0..600000", &g_sustain_ms}};
   for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h" || i + 1 >= argc) {
@@ -337,7 +352,14 @@ int main(int argc, char** argv) {
       return a == "--help" || a == "-h" ? 0 : 2;
     }
     const std::string v = argv[i + 1];
-    if (const int r = parse_launch_flag(a, v, &g_ov); r != 0) {
+    const IntFlag* nf = nullptr;
+    for (const IntFlag& f : int_flags)
+      if (a == f.name) nf = &f;
+    if (nf != nullptr) {
+      long long n = 0;
+      if (!int_flag(a, v, nf->lo, nf->hi, nf->what, &n)) return 2;
+      *nf->out = static_cast<int>(n);
+    } else if (const int r = parse_launch_flag(a, v, &g_ov); r != 0) {
       if (r < 0) return 2;
     } else if (a == "--fmt")
       fmts = split(v);
@@ -352,47 +374,11 @@ int main(int argc, char** argv) {
         if (!int_flag(a, t, 1, 1 << 20, "token counts 1..1048576, comma-separated", &n)) return 2;
         tokens.push_back(n);
       }
-    } else if (a == "--iters") {
-      long long n = 0;
-      if (!int_flag(a, v, 3, 100000, "3..100000 replays", &n)) return 2;
-      iters = static_cast<int>(n);
-    } else if (a == "--sustain-ms") {
-      char* end = nullptr;
-      const long ms = std::strtol(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || ms < 0 || ms > 600000) {
-        std::fprintf(stderr, "--sustain-ms %s: expected milliseconds in 0..600000\n", v.c_str());
-        return 2;
-      }
-      g_sustain_ms = static_cast<int>(ms);
     } else if (a == "--routing-dir")
       routing_dir = v;
     else if (a == "--json")
       json_path = v;
-    else if (a == "--nb") {
-      long long n = 0;
-      if (!int_flag(a, v, 0, 16, "0 (the heuristic's) or a row-block count", &n)) return 2;
-      force_nb = static_cast<int>(n);
-    } else if (a == "--warps") {
-      long long n = 0;
-      if (!int_flag(a, v, 0, 32, "0 (the heuristic's) or warps per CTA", &n)) return 2;
-      force_warps = static_cast<int>(n);
-    } else if (a == "--ctas") {
-      long long n = 0;
-      if (!int_flag(a, v, 0, 32, "0 (the heuristic's) or CTAs per SM", &n)) return 2;
-      force_ctas = static_cast<int>(n);
-    } else if (a == "--pipe") {
-      long long n = 0;
-      if (!int_flag(a, v, -1, 1, "-1 (the heuristic's), 0 or 1", &n)) return 2;
-      force_pipe = static_cast<int>(n);
-    } else if (a == "--sweep") {
-      long long n = 0;
-      if (!int_flag(a, v, 0, 2, "0, 1 or 2", &n)) return 2;
-      sweep = static_cast<int>(n);
-    } else if (a == "--shared") {
-      long long n = 0;
-      if (!int_flag(a, v, 0, 2, "0, 1 (folded) or 2 (apart)", &n)) return 2;
-      g_shared = static_cast<int>(n);
-    } else if (a == "--ab") {
+    else if (a == "--ab") {
       g_ab = true;
       ab_flags = v;
     } else if (a == "--layout") {
