@@ -15,6 +15,12 @@
 // 2048) ending in a CTA barrier and the accumulators stored and zeroed, the same items in
 // ping-pong (the warpgroups half an item apart, each ending on a barrier of its own; not yet run
 // on the GPU), per-k-block scale loads.
+// Tokens as N (the orientation that would cut prefill's padding: weights as A, 64 rows per
+// warpgroup; the tile's tokens as B, n a multiple of 8; docs/moe-kernels.md): the same FLOP per
+// k-block as 16 / 8 / 4 column groups of wgmma m64n16k32 / m64n32k32 / m64n64k32 straight into
+// the accumulators (what small-n wgmma costs: A is re-read for every n), and the quarters with a
+// scale per accumulator column (a per-token activation scale from shared memory times the weight
+// block's) instead of per row (what the promotion costs in that orientation).
 // One CTA of 256 threads per SM, `iters` k-blocks each; FLOP per cycle per SM from the CTA's own
 // clock64 span (so the SM clock under power limits does not enter), against the 8192 dense FP8
 // FLOP per cycle per SM of sm_90 (4096 x 2).
@@ -33,9 +39,15 @@ namespace {
 using namespace moe::cuda::wgmma_gemm;
 constexpr int kA = 2 * 64 * 128, kB = 256 * 128;  // bytes: two warpgroups' tokens, 256 rows
 
-enum Pattern { kQuarters, kHalves, kQDirect, kHDirect, kN256, kPatterns };
-const char* kNames[kPatterns] = {"quarters (the GEMM)", "halves n128", "q-direct n64",
-                                 "h-direct n128", "n256"};
+enum Pattern { kQuarters, kHalves, kQDirect, kHDirect, kN256, kN16, kN32, kColScales, kPatterns };
+const char* kNames[kPatterns] = {"quarters (the GEMM)",
+                                 "halves n128",
+                                 "q-direct n64",
+                                 "h-direct n128",
+                                 "n256",
+                                 "n16 direct (tokens as N)",
+                                 "n32 direct (tokens as N)",
+                                 "quarters, column scales"};
 
 #ifdef MOE_WGMMA_ENABLED
 // Copies the operands (A then B, 128-byte-swizzle rows as filled) into `stages` consecutive
@@ -86,6 +98,69 @@ __device__ __forceinline__ void quarters_kblock(float (&acc)[128], float (&part)
   }
 }
 
+// wgmma m64n16k32 / m64n32k32 e4m3 (F32 accumulators, both operands from shared memory, d += A x
+// B): the small n of tokens-as-N tail tiles (the GEMM header spells only n64 / n128 / n256).
+__device__ __forceinline__ void wgmma_n16(float (&d)[8], uint64_t da, uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, "
+      "%9, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7])
+      : "l"(da), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void wgmma_n32(float (&d)[16], uint64_t da, uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, "
+      "%9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15])
+      : "l"(da), "l"(db), "r"(1));
+}
+
+// The quarters with a scale per accumulator column: accumulator 4 j + q of quarter qd is column
+// 64 qd + 8 j + 2 c + (q & 1) (c = lane % 4), scaled by cs[column] (the column's per-token
+// activation scale, from shared memory) times sw (the weight block's).
+__device__ __forceinline__ void colscale_kblock(float (&acc)[128], float (&part)[2][32],
+                                                uint64_t da, uint64_t db, const float* cs,
+                                                float sw) {
+  const int c = threadIdx.x & 3;
+  auto issue = [&](int qd) {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
+    wgmma_commit();
+  };
+  auto promote = [&](int qd) {
+    fence_acc(part[qd & 1]);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float2 s2 = *reinterpret_cast<const float2*>(cs + 64 * qd + 8 * j + 2 * c);
+      const float s0 = s2.x * sw, s1 = s2.y * sw;
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        acc[32 * qd + 4 * j + q] =
+            fmaf(part[qd & 1][4 * j + q], (q & 1) ? s1 : s0, acc[32 * qd + 4 * j + q]);
+    }
+  };
+  issue(0);
+  issue(1);
+#pragma unroll
+  for (int qd = 0; qd < 4; ++qd) {
+    if (qd + 1 < 4)
+      wgmma_wait<1>();
+    else
+      wgmma_wait<0>();
+    promote(qd);
+    if (qd + 2 < 4) {
+      wgmma_fence();
+      issue(qd + 2);
+    }
+  }
+}
+
 // Ends a timed kernel: the accumulators' sum into the thread's output slot (keeps every wgmma
 // live), the CTA's clock64 span.
 __device__ __forceinline__ void finish(const float (&acc)[128], long long t0, float* out,
@@ -113,6 +188,12 @@ __global__ void __launch_bounds__(256, 1)
   for (int i = 0; i < 128; ++i) acc[i] = 0.f;
   float part[2][32];
   float parth[64];
+  __shared__ float colsc[2][256];  // per-token scales of two k-blocks (kColScales)
+  if constexpr (P == kColScales) {
+    for (int i = threadIdx.x; i < 512; i += blockDim.x)
+      colsc[i / 256][i % 256] = 1e-3f * (i % 7 + 1);
+    __syncthreads();
+  }
   const long long t0 = clock64();
   for (int it = 0; it < iters; ++it) {
     wgmma_fence();
@@ -142,6 +223,28 @@ __global__ void __launch_bounds__(256, 1)
       wgmma_commit();
       wgmma_wait<0>();
       fence_acc(acc);
+    } else if constexpr (P == kN16) {
+#pragma unroll
+      for (int g = 0; g < 16; ++g)
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+          wgmma_n16(*reinterpret_cast<float(*)[8]>(acc + 8 * g), da + 2 * kk,
+                    db + 128 * g + 2 * kk);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_acc(acc);
+    } else if constexpr (P == kN32) {
+#pragma unroll
+      for (int g = 0; g < 8; ++g)
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+          wgmma_n32(*reinterpret_cast<float(*)[16]>(acc + 16 * g), da + 2 * kk,
+                    db + 256 * g + 2 * kk);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_acc(acc);
+    } else if constexpr (P == kColScales) {
+      colscale_kblock(acc, part, da, db, colsc[it & 1], sc0);
     } else if constexpr (P == kHDirect) {
 #pragma unroll
       for (int h = 0; h < 2; ++h)
@@ -172,7 +275,9 @@ __global__ void __launch_bounds__(256, 1)
 // loads (__ldg, used one k-block later) when SC.
 // PP (ping-pong): the warpgroups' items are offset by half an item and each ends with a barrier
 // of its own warpgroup only, so one warpgroup's epilogue can overlap the other's wgmma.
-template <int ST, int IT, bool SC, bool PP = false>
+// EPF: floats each thread stores per item (128: every accumulator, 4x the real gate_up's E4M3 h
+// per thread; 16: about the real one, 64 bytes).
+template <int ST, int IT, bool SC, bool PP = false, int EPF = 128>
 __global__ void __launch_bounds__(256, 1)
     wgmma_real_kernel(const uint8_t* src, const float* scales, int iters, float* out,
                       long long* cycles) {
@@ -208,9 +313,12 @@ __global__ void __launch_bounds__(256, 1)
           __syncthreads();
         float* o = out + (static_cast<int64_t>(blockIdx.x) * 256 + threadIdx.x) * 128;
 #pragma unroll
+        for (int i = EPF; i < 128; ++i) acc[i % EPF] += acc[i];  // every accumulator stays live
+#pragma unroll
         for (int i = 0; i < 128; i += 4) {
-          *reinterpret_cast<float4*>(o + i) =
-              make_float4(acc[i], acc[i + 1], acc[i + 2], acc[i + 3]);
+          if (i < EPF)
+            *reinterpret_cast<float4*>(o + i) =
+                make_float4(acc[i], acc[i + 1], acc[i + 2], acc[i + 3]);
           acc[i] = acc[i + 1] = acc[i + 2] = acc[i + 3] = 0.f;
         }
       }
@@ -284,6 +392,9 @@ int main(int argc, char** argv) {
   run<kQDirect>(sms, iters, src, sc, out, cyc);
   run<kHDirect>(sms, iters, src, sc, out, cyc);
   run<kN256>(sms, iters, src, sc, out, cyc);
+  run<kN16>(sms, iters, src, sc, out, cyc);
+  run<kN32>(sms, iters, src, sc, out, cyc);
+  run<kColScales>(sms, iters, src, sc, out, cyc);
   const int big = 4 * (kA + kB) + 1024;
   time_kernel(wgmma_real_kernel<4, 0, false>, big, "quarters, 4 stages rotated", sms, iters, src,
               sc, out, cyc);
@@ -295,6 +406,14 @@ int main(int argc, char** argv) {
               "quarters, items of 48, ping-pong", sms, iters, src, sc, out, cyc);
   time_kernel(wgmma_real_kernel<1, 16, false, true>, kA + kB + 1024,
               "quarters, items of 16, ping-pong", sms, iters, src, sc, out, cyc);
+  time_kernel(wgmma_real_kernel<1, 48, false, false, 16>, kA + kB + 1024,
+              "quarters, items of 48, 64 B stored", sms, iters, src, sc, out, cyc);
+  time_kernel(wgmma_real_kernel<1, 16, false, false, 16>, kA + kB + 1024,
+              "quarters, items of 16, 64 B stored", sms, iters, src, sc, out, cyc);
+  time_kernel(wgmma_real_kernel<1, 48, false, true, 16>, kA + kB + 1024,
+              "quarters, items of 48, 64 B, ping-pong", sms, iters, src, sc, out, cyc);
+  time_kernel(wgmma_real_kernel<1, 16, false, true, 16>, kA + kB + 1024,
+              "quarters, items of 16, 64 B, ping-pong", sms, iters, src, sc, out, cyc);
   time_kernel(wgmma_real_kernel<1, 0, true>, kA + kB + 1024, "quarters, scale loads", sms, iters,
               src, sc, out, cyc);
   time_kernel(wgmma_real_kernel<4, 48, true>, big, "quarters, all three", sms, iters, src, sc, out,
