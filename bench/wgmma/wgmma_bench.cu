@@ -120,6 +120,28 @@ __device__ __forceinline__ void wgmma_n32(float (&d)[16], uint64_t da, uint64_t 
       : "l"(da), "l"(db), "r"(1));
 }
 
+// One k-block as 256 / N column groups of 4 wgmma m64nNk32 straight into the accumulators (group
+// g: staged rows N g.., accumulators N / 2 g..), one commit group, wait 0.
+template <int N>
+__device__ __forceinline__ void direct_kblock(float (&acc)[128], uint64_t da, uint64_t db) {
+#pragma unroll
+  for (int g = 0; g < 256 / N; ++g)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      float(&d)[N / 2] = *reinterpret_cast<float(*)[N / 2]>(acc + N / 2 * g);
+      const uint64_t b = db + 8 * N * g + 2 * kk;  // N rows x 128 bytes, in 16-byte units
+      if constexpr (N == 16)
+        wgmma_n16(d, da + 2 * kk, b);
+      else if constexpr (N == 32)
+        wgmma_n32(d, da + 2 * kk, b);
+      else
+        wgmma_m64n64k32_e4m3(d, da + 2 * kk, b, 1);
+    }
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_acc(acc);
+}
+
 // The quarters with a scale per accumulator column: accumulator 4 j + q of quarter qd is column
 // 64 qd + 8 j + 2 c + (q & 1) (c = lane % 4), scaled by cs[column] (the column's per-token
 // activation scale, from shared memory) times sw (the weight block's).
@@ -214,35 +236,11 @@ __global__ void __launch_bounds__(256, 1)
           acc[64 * h + i] = fmaf(parth[i], (i & 2) ? sc1 : sc0, acc[64 * h + i]);
       }
     } else if constexpr (P == kQDirect) {
-#pragma unroll
-      for (int qd = 0; qd < 4; ++qd)
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-          wgmma_m64n64k32_e4m3(*reinterpret_cast<float(*)[32]>(acc + 32 * qd), da + 2 * kk,
-                               db + 512 * qd + 2 * kk, 1);
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_acc(acc);
+      direct_kblock<64>(acc, da, db);
     } else if constexpr (P == kN16) {
-#pragma unroll
-      for (int g = 0; g < 16; ++g)
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-          wgmma_n16(*reinterpret_cast<float(*)[8]>(acc + 8 * g), da + 2 * kk,
-                    db + 128 * g + 2 * kk);
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_acc(acc);
+      direct_kblock<16>(acc, da, db);
     } else if constexpr (P == kN32) {
-#pragma unroll
-      for (int g = 0; g < 8; ++g)
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-          wgmma_n32(*reinterpret_cast<float(*)[16]>(acc + 16 * g), da + 2 * kk,
-                    db + 256 * g + 2 * kk);
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_acc(acc);
+      direct_kblock<32>(acc, da, db);
     } else if constexpr (P == kColScales) {
       colscale_kblock(acc, part, da, db, colsc[it & 1], sc0);
     } else if constexpr (P == kHDirect) {
