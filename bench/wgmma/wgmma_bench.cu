@@ -67,20 +67,16 @@ __device__ __forceinline__ uint32_t stage_operands(const uint8_t* src, int stage
 }
 
 // One k-block of the FP8 GEMM's quarters (sm90_moe_wgmma_gemm.cuh, F8): 4 x (4 wgmma m64n64k32
-// into one of two partial sums), two groups in flight, each partial scaled into acc.
-__device__ __forceinline__ void quarters_kblock(float (&acc)[128], float (&part)[2][32],
-                                                uint64_t da, uint64_t db, float sc0, float sc1) {
+// into one of two partial sums), two groups in flight, each finished partial handed to
+// promote(qd, partial) while the next quarter runs.
+template <typename Promote>
+__device__ __forceinline__ void quarters_pipeline(float (&part)[2][32], uint64_t da, uint64_t db,
+                                                  Promote promote) {
   auto issue = [&](int qd) {
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
       wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
     wgmma_commit();
-  };
-  auto promote = [&](int qd) {
-    fence_acc(part[qd & 1]);
-#pragma unroll
-    for (int i = 0; i < 32; ++i)
-      acc[32 * qd + i] = fmaf(part[qd & 1][i], (i & 2) ? sc1 : sc0, acc[32 * qd + i]);
   };
   issue(0);
   issue(1);
@@ -90,12 +86,23 @@ __device__ __forceinline__ void quarters_kblock(float (&acc)[128], float (&part)
       wgmma_wait<1>();
     else
       wgmma_wait<0>();
-    promote(qd);
+    fence_acc(part[qd & 1]);
+    promote(qd, part[qd & 1]);
     if (qd + 2 < 4) {
       wgmma_fence();
       issue(qd + 2);
     }
   }
+}
+// The GEMM's promotion: each partial scaled per row (the token's activation scale times the
+// weight block's) into the f32 accumulators.
+__device__ __forceinline__ void quarters_kblock(float (&acc)[128], float (&part)[2][32],
+                                                uint64_t da, uint64_t db, float sc0, float sc1) {
+  quarters_pipeline(part, da, db, [&](int qd, const float(&pt)[32]) {
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      acc[32 * qd + i] = fmaf(pt[i], (i & 2) ? sc1 : sc0, acc[32 * qd + i]);
+  });
 }
 
 // wgmma m64n16k32 / m64n32k32 e4m3 (F32 accumulators, both operands from shared memory, d += A x
@@ -149,38 +156,16 @@ __device__ __forceinline__ void colscale_kblock(float (&acc)[128], float (&part)
                                                 uint64_t da, uint64_t db, const float* cs,
                                                 float sw) {
   const int c = threadIdx.x & 3;
-  auto issue = [&](int qd) {
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-      wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
-    wgmma_commit();
-  };
-  auto promote = [&](int qd) {
-    fence_acc(part[qd & 1]);
+  quarters_pipeline(part, da, db, [&](int qd, const float(&pt)[32]) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const float2 s2 = *reinterpret_cast<const float2*>(cs + 64 * qd + 8 * j + 2 * c);
       const float s0 = s2.x * sw, s1 = s2.y * sw;
 #pragma unroll
       for (int q = 0; q < 4; ++q)
-        acc[32 * qd + 4 * j + q] =
-            fmaf(part[qd & 1][4 * j + q], (q & 1) ? s1 : s0, acc[32 * qd + 4 * j + q]);
+        acc[32 * qd + 4 * j + q] = fmaf(pt[4 * j + q], (q & 1) ? s1 : s0, acc[32 * qd + 4 * j + q]);
     }
-  };
-  issue(0);
-  issue(1);
-#pragma unroll
-  for (int qd = 0; qd < 4; ++qd) {
-    if (qd + 1 < 4)
-      wgmma_wait<1>();
-    else
-      wgmma_wait<0>();
-    promote(qd);
-    if (qd + 2 < 4) {
-      wgmma_fence();
-      issue(qd + 2);
-    }
-  }
+  });
 }
 
 // Ends a timed kernel: the accumulators' sum into the thread's output slot (keeps every wgmma
