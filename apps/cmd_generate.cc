@@ -103,7 +103,8 @@ int cmd_generate(int argc, char** argv, int first) {
   std::optional<cuda::DeviceInfo> dev;
   if (device == "cuda") {
     auto info = cuda::query_device(0);
-    if (!info.ok()) return fail(cmd, info.status().with_context("--device cuda"));
+    if (!info.ok())
+      return fail(cmd, info.status().with_context("--device cuda (or use --device cpu)"));
     dev = *info;
   }
 #else

@@ -13,11 +13,12 @@
 // --moe-tune-cache FILE); shapes without an entry use moe_heuristic_config.
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "cli_args.h"
 
 namespace moe::apps {
 namespace {
@@ -30,100 +31,48 @@ struct TuneMoeArgs {
   int iters = 20;
 };
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string t; std::getline(ss, t, ',');) out.push_back(t);
-  return out;
-}
-
-// A decimal integer in [lo, hi], the whole string.
-bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* v) {
-  if (s.empty() || s.size() > 18) return false;
-  for (char ch : s)
-    if (ch < '0' || ch > '9') return false;
-  *v = std::strtoll(s.c_str(), nullptr, 10);
-  return *v >= lo && *v <= hi;
-}
-
 // 0 when the flags are usable, else 2 after one line on stderr saying what to change.
 int parse_tune_moe_args(int argc, char** argv, int first, TuneMoeArgs* a) {
-  std::string fmts = "bf16,fp8,nvfp4", tokens = "1,2,4,8,16,32,64,128,256";
-  for (int i = first; i < argc; ++i) {
-    const std::string f = argv[i];
-    if (f != "--model-path" && f != "--cache" && f != "--fmt" && f != "--tokens" &&
-        f != "--iters") {
-      std::fprintf(stderr,
-                   "tune-moe: unknown flag %s (flags: --model-path DIR, --cache FILE, --tokens "
-                   "1,2,4,..., --fmt bf16,fp8,nvfp4, --iters N)\n",
-                   f.c_str());
-      return 2;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "tune-moe: %s needs a value\n", f.c_str());
-      return 2;
-    }
-    const std::string v = argv[++i];
-    if (f == "--model-path") {
-      a->model_path = v;
-    } else if (f == "--cache") {
-      a->cache_path = v;
-    } else if (f == "--fmt") {
-      fmts = v;
-    } else if (f == "--tokens") {
-      tokens = v;
-    } else {
-      int64_t n = 0;
-      if (!parse_int(v, 3, 100000, &n)) {
-        std::fprintf(stderr, "tune-moe: --iters %s: give a whole number of replays, 3..100000\n",
-                     v.c_str());
-        return 2;
-      }
-      a->iters = static_cast<int>(n);
-    }
-  }
-  if (a->model_path.empty()) {
-    std::fprintf(stderr, "tune-moe: --model-path DIR is required (a folder with config.json)\n");
-    return 2;
-  }
-  if (a->cache_path.empty()) a->cache_path = a->model_path + "/moe_tune.json";
+  const std::string cmd = "tune-moe";
+  auto args = CliArgs::parse(argc, argv, first,
+                             {"--model-path", "--cache", "--fmt", "--tokens", "--iters"}, {});
+  if (!args.ok()) return fail(cmd, args.status());
+  const auto path = args->optional("--model-path");
+  if (!path)
+    return fail(cmd, invalid_argument("--model-path DIR is required (a folder with config.json)"));
+  a->model_path = *path;
+  a->cache_path = args->optional("--cache").value_or(a->model_path + "/moe_tune.json");
+  const auto iters = args->get_int("--iters", 20, 3, 100000);
+  if (!iters.ok()) return fail(cmd, iters.status());
+  a->iters = static_cast<int>(*iters);
+  const std::string fmts = args->optional("--fmt").value_or("bf16,fp8,nvfp4");
   std::set<std::string> seen_fmt;
-  for (const std::string& f : split_list(fmts)) {
-    if (f != "bf16" && f != "fp8" && f != "nvfp4") {
-      std::fprintf(stderr, "tune-moe: --fmt %s: unknown format '%s' (formats: bf16, fp8, nvfp4)\n",
-                   fmts.c_str(), f.c_str());
-      return 2;
-    }
+  std::stringstream fs(fmts);
+  for (std::string f; std::getline(fs, f, ',');) {
+    if (f != "bf16" && f != "fp8" && f != "nvfp4")
+      return fail(cmd, invalid_argument("--fmt " + fmts + ": unknown format '" + f +
+                                        "' (formats: bf16, fp8, nvfp4)"));
     if (seen_fmt.insert(f).second) a->fmts.push_back(f);
   }
-  if (a->fmts.empty()) {
-    std::fprintf(stderr, "tune-moe: --fmt is empty (formats: bf16, fp8, nvfp4)\n");
-    return 2;
+  if (a->fmts.empty()) return fail(cmd, invalid_argument("--fmt is empty (bf16, fp8, nvfp4)"));
+  if (args->has("--tokens")) {
+    auto tokens = args->get_int_list("--tokens");
+    if (!tokens.ok()) return fail(cmd, tokens.status());
+    a->tokens = *tokens;
+  } else {
+    a->tokens = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   }
   std::set<int64_t> buckets;
-  for (const std::string& t : split_list(tokens)) {
-    int64_t T = 0;
-    if (!parse_int(t, 1, 1 << 20, &T)) {
-      std::fprintf(stderr,
-                   "tune-moe: --tokens %s: '%s' is not a token count (whole numbers 1..%d, "
-                   "comma-separated)\n",
-                   tokens.c_str(), t.c_str(), 1 << 20);
-      return 2;
-    }
-    int64_t b = 1;
-    while (b < T) b <<= 1;  // moe_t_bucket
-    if (!buckets.insert(b).second) {
-      std::fprintf(stderr,
-                   "tune-moe: --tokens %s: two counts fall in the bucket T <= %lld (one entry "
-                   "each); give one count per power of two\n",
-                   tokens.c_str(), static_cast<long long>(b));
-      return 2;
-    }
-    a->tokens.push_back(T);
-  }
-  if (a->tokens.empty()) {
-    std::fprintf(stderr, "tune-moe: --tokens is empty (e.g. --tokens 1,2,4,8,16,32,64,128,256)\n");
-    return 2;
+  for (const int64_t T : a->tokens) {
+    if (T < 1 || T > (1 << 20))
+      return fail(cmd, invalid_argument("--tokens: " + std::to_string(T) +
+                                        " is not a token count (1..1048576)"));
+    int64_t b = 1;  // the T bucket (cuda::moe_t_bucket; not in builds without CUDA)
+    while (b < T) b <<= 1;
+    if (!buckets.insert(b).second)
+      return fail(cmd, invalid_argument(
+                           "--tokens: two counts fall in the bucket T <= " + std::to_string(b) +
+                           " (one entry each); give one count per power of two"));
   }
   return 0;
 }
@@ -135,15 +84,11 @@ int parse_tune_moe_args(int argc, char** argv, int first, TuneMoeArgs* a) {
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
-#include <sstream>
-#include <string>
-#include <vector>
 
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/device_info.h"
@@ -206,6 +151,7 @@ ops::Weight weight(Buffers& b, GroupedFmt f, int64_t N, int64_t K) {
 }  // namespace
 
 int cmd_tune_moe(int argc, char** argv, int first) {
+  const std::string cmd = "tune-moe";
   TuneMoeArgs args;
   if (int rc = parse_tune_moe_args(argc, argv, first, &args); rc != 0) return rc;
   const std::string& model_path = args.model_path;
@@ -213,41 +159,24 @@ int cmd_tune_moe(int argc, char** argv, int first) {
   const int iters = args.iters;
   // config.json read and checked as the engine reads it (one message listing every problem).
   auto mc = model::load_model_config(model_path);
-  if (!mc.ok()) {
-    std::fprintf(stderr, "tune-moe: %s\n", mc.status().to_string().c_str());
-    return 2;
-  }
+  if (!mc.ok()) return fail(cmd, mc.status());
   const int64_t D = mc->hidden_size, I = mc->moe_intermediate_size, E = mc->n_routed_experts,
                 K = mc->num_experts_per_tok, n_shared = mc->n_shared_experts;
-  if (E <= 0 || I <= 0 || E > cuda::kMaxGroupedExperts) {
-    std::fprintf(stderr,
-                 "tune-moe: %s/config.json: the grouped MoE kernels take 1..%d routed experts "
-                 "with moe_intermediate_size >= 1 (this config: %lld experts, I %lld)\n",
-                 model_path.c_str(), cuda::kMaxGroupedExperts, static_cast<long long>(E),
-                 static_cast<long long>(I));
-    return 2;
-  }
+  if (E > cuda::kMaxGroupedExperts)  // (the loader asks for E, I, K >= 1)
+    return fail(cmd, invalid_argument(model_path + "/config.json: " + std::to_string(E) +
+                                      " routed experts; the grouped MoE kernels take at most " +
+                                      std::to_string(cuda::kMaxGroupedExperts)));
   auto dev = cuda::query_device(0);
-  if (!dev.ok()) {
-    // (The status's own advice is for generate: "use --device cpu".)
-    std::string why = dev.status().message();
-    if (const size_t cut = why.find(" (no usable CUDA"); cut != std::string::npos) why.resize(cut);
-    std::fprintf(stderr,
-                 "tune-moe: no usable GPU (%s): it measures the kernels on the GPU that will "
-                 "serve, so run it there\n",
-                 why.c_str());
-    return 2;
-  }
+  if (!dev.ok())
+    return fail(cmd, dev.status().with_context("no usable GPU (tune-moe measures the kernels on "
+                                               "the GPU that will serve: run it there)"));
   // An existing cache is extended (entries of other GPUs and shapes are kept); one the engine
   // would refuse (not JSON, another version, malformed entries) stops here with the reason.
   cuda::MoeTuneCache cache;
   if (std::ifstream(cache_path).good()) {
     std::vector<std::string> warnings;  // entries that no longer fit are re-measured below
     auto existing = cuda::CudaOps::load_moe_tune_cache(cache_path, *dev, &warnings);
-    if (!existing.ok()) {
-      std::fprintf(stderr, "tune-moe: %s\n", existing.status().to_string().c_str());
-      return 2;
-    }
+    if (!existing.ok()) return fail(cmd, existing.status());
     cache = **existing;
   }
   const cuda::MoeDeviceLimits lim = cuda::moe_limits(*dev);
@@ -406,10 +335,8 @@ namespace moe::apps {
 int cmd_tune_moe(int argc, char** argv, int first) {
   TuneMoeArgs args;
   if (int rc = parse_tune_moe_args(argc, argv, first, &args); rc != 0) return rc;
-  std::fprintf(stderr,
-               "tune-moe: this moengine was built without CUDA; rebuild with the CUDA "
-               "toolkit to tune the MoE kernels\n");
-  return 2;
+  return fail("tune-moe", unimplemented("this moengine was built without CUDA; rebuild with the "
+                                        "CUDA toolkit to tune the MoE kernels"));
 }
 
 }  // namespace moe::apps

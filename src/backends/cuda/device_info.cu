@@ -8,7 +8,7 @@ namespace moe::cuda {
 namespace {
 Status cuda_error(cudaError_t e, const char* call) {
   return unimplemented(std::string(call) + " failed: " + cudaGetErrorString(e) +
-                       " (no usable CUDA driver or device; use --device cpu)");
+                       " (no usable CUDA driver or device)");
 }
 }  // namespace
 
