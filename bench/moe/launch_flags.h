@@ -74,17 +74,26 @@ inline bool parse_in_range(const std::string& flag, const std::string& v, double
   return true;
 }
 
+// A whole decimal number in [lo, hi] for `flag` (value `v`) into *out; false (with a message
+// saying what is expected) otherwise.
+inline bool parse_int_in_range(const std::string& flag, const std::string& v, long long lo,
+                               long long hi, const char* what, long long* out) {
+  char* end = nullptr;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < lo || n > hi) {
+    std::fprintf(stderr, "%s %s: expected %s\n", flag.c_str(), v.c_str(), what);
+    return false;
+  }
+  *out = n;
+  return true;
+}
+
 // One launch flag (LaunchOverrides) `a` with value `v` into *o: 1 when taken, 0 when `a` is not a
 // launch flag, -1 for a bad value (with a message saying what is expected).
 inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchOverrides* o) {
   if (a == "--hybrid-min") {
-    char* end = nullptr;
-    const long n = std::strtol(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || n < 0 || n > (1L << 30)) {
-      std::fprintf(stderr, "--hybrid-min %s: expected a token count >= 0 (0: no hybrid)\n",
-                   v.c_str());
-      return -1;
-    }
+    long long n = 0;
+    if (!parse_int_in_range(a, v, 0, 1LL << 30, "a token count >= 0 (0: no hybrid)", &n)) return -1;
     o->hybrid_min = static_cast<int>(n);
     return 1;
   }

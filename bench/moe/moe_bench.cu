@@ -105,6 +105,7 @@ namespace {
 
 using moe::bench::fill;
 using moe::bench::LaunchOverrides;
+using moe::bench::parse_int_in_range;
 using moe::bench::parse_launch_flag;
 
 using namespace moe;
@@ -306,20 +307,6 @@ LocalRouting local_routing(const LayerShape& sh, const std::vector<int32_t>& glo
   return r;
 }
 
-// A whole decimal number in [lo, hi] for `flag` (value `v`), else false after one line saying
-// what is expected.
-bool int_flag(const std::string& flag, const std::string& v, long long lo, long long hi,
-              const char* what, long long* out) {
-  char* end = nullptr;
-  const long long n = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || n < lo || n > hi) {
-    std::fprintf(stderr, "%s %s: expected %s\n", flag.c_str(), v.c_str(), what);
-    return false;
-  }
-  *out = n;
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -357,7 +344,7 @@ int main(int argc, char** argv) {
       if (a == f.name) nf = &f;
     if (nf != nullptr) {
       long long n = 0;
-      if (!int_flag(a, v, nf->lo, nf->hi, nf->what, &n)) return 2;
+      if (!parse_int_in_range(a, v, nf->lo, nf->hi, nf->what, &n)) return 2;
       *nf->out = static_cast<int>(n);
     } else if (const int r = parse_launch_flag(a, v, &g_ov); r != 0) {
       if (r < 0) return 2;
@@ -371,7 +358,8 @@ int main(int argc, char** argv) {
       tokens.clear();
       for (auto& t : split(v)) {
         long long n = 0;
-        if (!int_flag(a, t, 1, 1 << 20, "token counts 1..1048576, comma-separated", &n)) return 2;
+        if (!parse_int_in_range(a, t, 1, 1 << 20, "token counts 1..1048576, comma-separated", &n))
+          return 2;
         tokens.push_back(n);
       }
     } else if (a == "--routing-dir")
