@@ -105,28 +105,6 @@ __device__ __forceinline__ void quarters_kblock(float (&acc)[128], float (&part)
   });
 }
 
-// wgmma m64n16k32 / m64n32k32 e4m3 (F32 accumulators, both operands from shared memory, d += A x
-// B): the small n of tokens-as-N tail tiles (the GEMM header spells only n64 / n128 / n256).
-__device__ __forceinline__ void wgmma_n16(float (&d)[8], uint64_t da, uint64_t db) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, "
-      "%9, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7])
-      : "l"(da), "l"(db), "r"(1));
-}
-__device__ __forceinline__ void wgmma_n32(float (&d)[16], uint64_t da, uint64_t db) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, "
-      "%9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15])
-      : "l"(da), "l"(db), "r"(1));
-}
-
 // One k-block as 256 / N column groups of 4 wgmma m64nNk32 straight into the accumulators (group
 // g: staged rows N g.., accumulators N / 2 g..), one commit group, wait 0.
 template <int N>
@@ -138,9 +116,9 @@ __device__ __forceinline__ void direct_kblock(float (&acc)[128], uint64_t da, ui
       float(&d)[N / 2] = *reinterpret_cast<float(*)[N / 2]>(acc + N / 2 * g);
       const uint64_t b = db + 8 * N * g + 2 * kk;  // N rows x 128 bytes, in 16-byte units
       if constexpr (N == 16)
-        wgmma_n16(d, da + 2 * kk, b);
+        wgmma_m64n16k32_e4m3(d, da + 2 * kk, b, 1);
       else if constexpr (N == 32)
-        wgmma_n32(d, da + 2 * kk, b);
+        wgmma_m64n32k32_e4m3(d, da + 2 * kk, b, 1);
       else
         wgmma_m64n64k32_e4m3(d, da + 2 * kk, b, 1);
     }

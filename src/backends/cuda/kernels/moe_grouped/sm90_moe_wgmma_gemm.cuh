@@ -123,7 +123,11 @@ __device__ __forceinline__ void fence_proxy_async() {
   MOE_WG_F4(d, i), MOE_WG_F4(d, i + 4), MOE_WG_F4(d, i + 8), MOE_WG_F4(d, i + 12)
 #define MOE_WG_F64(d, i) \
   MOE_WG_F16(d, i), MOE_WG_F16(d, i + 16), MOE_WG_F16(d, i + 32), MOE_WG_F16(d, i + 48)
+#define MOE_WG_ACC8(d) MOE_WG_F4(d, 0), MOE_WG_F4(d, 4)
+#define MOE_WG_ACC16(d) MOE_WG_F16(d, 0)
 #define MOE_WG_ACC32(d) MOE_WG_F16(d, 0), MOE_WG_F16(d, 16)
+#define MOE_WG_REGS8 "%0, %1, %2, %3, %4, %5, %6, %7"
+#define MOE_WG_REGS16 MOE_WG_REGS8 ", %8, %9, %10, %11, %12, %13, %14, %15"
 #define MOE_WG_ACC64(d) MOE_WG_F64(d, 0)
 #define MOE_WG_ACC128(d) MOE_WG_F64(d, 0), MOE_WG_F64(d, 64)
 #define MOE_WG_REGS32                                                    \
@@ -164,7 +168,9 @@ __device__ __forceinline__ void fence_proxy_async() {
                  : "l"(da), "l"(db), "r"(scale_d));                                     \
   }
 MOE_WGMMA_F8_DEF(64, 32, "32", "33", "34")
-// Wider FP8 tiles (bench/wgmma measures them against the kernel's n64 quarters).
+// Wider and narrower FP8 tiles (bench/wgmma measures them against the kernel's n64 quarters).
+MOE_WGMMA_F8_DEF(16, 8, "8", "9", "10")
+MOE_WGMMA_F8_DEF(32, 16, "16", "17", "18")
 MOE_WGMMA_F8_DEF(128, 64, "64", "65", "66")
 MOE_WGMMA_F8_DEF(256, 128, "128", "129", "130")
 #undef MOE_WGMMA_F8_DEF
@@ -179,6 +185,10 @@ MOE_WGMMA_DEF(256, 128, f16, "128", "129", "130")
 #undef MOE_WG_ACC64
 #undef MOE_WG_ACC32
 #undef MOE_WG_REGS32
+#undef MOE_WG_ACC16
+#undef MOE_WG_REGS16
+#undef MOE_WG_ACC8
+#undef MOE_WG_REGS8
 #undef MOE_WG_F64
 #undef MOE_WG_F16
 #undef MOE_WG_F4
