@@ -7,6 +7,8 @@
 # is what a device call takes along (64 MiB with the tree, ~7 MB; two of these builds do not fit in
 # one call). On the device, the binaries want MOE_SOURCE_DIR_OVERRIDE=<repo root> (test fixtures).
 # Usage: scripts/stage-wip.sh NAME [PATCH] [REV] [TARGETS...]
+#   PATCH: one file, or several joined by commas, applied in that order (each 3-way onto the
+#   worktree with the ones before it committed; a conflict stops with the files to resolve by hand)
 #   TARGETS default: moe_bench moe_grouped_tests
 # e.g.   scripts/stage-wip.sh s39/dyn experiments/2026-12-04-dyn-static-rounds.patch
 set -euo pipefail
@@ -24,10 +26,13 @@ targets=("$@")
 case "$name" in
   */../* | ../* | /*) echo "stage-wip: NAME is a folder under build-run/ (got $name)" >&2; exit 2 ;;
 esac
-if [ -n "$patch" ] && [ ! -f "$patch" ]; then
-  echo "stage-wip: no patch file $patch" >&2
-  exit 2
-fi
+IFS=, read -r -a patches <<<"$patch"
+for p in "${patches[@]}"; do
+  if [ ! -f "$p" ]; then
+    echo "stage-wip: no patch file $p" >&2
+    exit 2
+  fi
+done
 git -C "$root" rev-parse --verify -q "$rev^{commit}" >/dev/null ||
   { echo "stage-wip: $rev is not a commit here" >&2; exit 2; }
 wt="$root/build-run/.wt-${name//\//-}"
@@ -35,11 +40,18 @@ out="$root/build-run/$name"
 if [ -e "$wt" ]; then git -C "$root" worktree remove --force "$wt" 2>/dev/null || rm -rf "$wt"; fi
 git -C "$root" worktree prune
 git -C "$root" worktree add -q --detach "$wt" "$rev"
+base=$(git -C "$wt" rev-parse --short HEAD)
 trap 'git -C "$root" worktree remove --force "$wt" 2>/dev/null || true' EXIT
-if [ -n "$patch" ]; then
-  patch_abs=$(cd "$(dirname "$patch")" && pwd)/$(basename "$patch")
-  git -C "$wt" apply -3 "$patch_abs" || { echo "stage-wip: $patch does not apply on $rev" >&2; exit 3; }
-fi
+for p in "${patches[@]}"; do
+  p_abs=$(cd "$(dirname "$p")" && pwd)/$(basename "$p")
+  if ! git -C "$wt" apply -3 "$p_abs"; then
+    echo "stage-wip: $p does not apply on $rev${patches[1]:+ with the patches before it}" \
+      "(conflicts: $(git -C "$wt" diff --name-only --diff-filter=U | tr '\n' ' '))" >&2
+    exit 3
+  fi
+  git -C "$wt" -c user.name=stage-wip -c user.email=stage-wip@localhost commit -qam "wip: $p" ||
+    { echo "stage-wip: cannot commit $p in the worktree" >&2; exit 3; }
+done
 (cd "$wt" && cmake --preset cuda-release >/dev/null)
 ninja -C "$wt/build-cuda" "${targets[@]}" >"$wt/build.log" 2>&1 ||
   { grep -E "error" "$wt/build.log" | head -n 20; echo "stage-wip: build failed" >&2; exit 4; }
@@ -50,7 +62,7 @@ for t in "${targets[@]}"; do
   strip "$out/$t"
 done
 {
-  echo "rev $(git -C "$wt" rev-parse --short HEAD)${patch:+ + $patch}"
+  echo "rev $base${patch:+ + ${patch//,/ + }}"
   echo "built $(date -u +%FT%TZ)"
   echo "ptxas spills:"
   sed 's/^/  /' "$wt/spills.txt"
