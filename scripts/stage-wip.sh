@@ -42,15 +42,17 @@ git -C "$root" worktree prune
 git -C "$root" worktree add -q --detach "$wt" "$rev"
 base=$(git -C "$wt" rev-parse --short HEAD)
 trap 'git -C "$root" worktree remove --force "$wt" 2>/dev/null || true' EXIT
+applied=""  # the patches before this one
 for p in "${patches[@]}"; do
   p_abs=$(cd "$(dirname "$p")" && pwd)/$(basename "$p")
   if ! git -C "$wt" apply -3 "$p_abs"; then
-    echo "stage-wip: $p does not apply on $rev${patches[1]:+ with the patches before it}" \
+    echo "stage-wip: $p does not apply on $rev${applied:+ + $applied}" \
       "(conflicts: $(git -C "$wt" diff --name-only --diff-filter=U | tr '\n' ' '))" >&2
     exit 3
   fi
   git -C "$wt" -c user.name=stage-wip -c user.email=stage-wip@localhost commit -qam "wip: $p" ||
     { echo "stage-wip: cannot commit $p in the worktree" >&2; exit 3; }
+  applied+="${applied:+ + }$p"
 done
 (cd "$wt" && cmake --preset cuda-release >/dev/null)
 ninja -C "$wt/build-cuda" "${targets[@]}" >"$wt/build.log" 2>&1 ||
