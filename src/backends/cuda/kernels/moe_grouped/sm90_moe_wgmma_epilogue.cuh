@@ -123,6 +123,13 @@ __device__ __forceinline__ void epilogue_hq(const MoeGemmParams& p, int pos0, in
   }
 }
 
+// down: the slots and routing weights of a thread's two tokens (tok0, tok0 + 8), where the kernel
+// staged them (sm90_moe_wgmma_ws.cuh's stage headers); null: the epilogue loads them.
+struct EpiRows {
+  int slot[2];
+  float w[2];
+};
+
 // The epilogue of item (expert e, tile of cnt tokens from pos0, n-block nblk) for this thread's
 // accumulators: accumulator 4 j + q holds token tok0 + 8 (q >= 2) (tok0 = warpgroup * 64 + warp in
 // it * 16 + lane / 4) and staged row 8 j + 2 c + (q & 1) (c = lane % 4). gate_up writes
@@ -133,7 +140,8 @@ __device__ __forceinline__ void epilogue_hq(const MoeGemmParams& p, int pos0, in
 template <GroupedFmt F, int BN, bool GU, bool TMA>
 __device__ __forceinline__ void epilogue(const MoeGemmParams& p, int e, int pos0, int cnt,
                                          int64_t nblk, const float (&acc)[BN / 2], int tok0, int c,
-                                         unsigned qmask = 0xFu, float* xchg = nullptr) {
+                                         unsigned qmask = 0xFu, float* xchg = nullptr,
+                                         const EpiRows* er = nullptr) {
   if constexpr (GU && F == GroupedFmt::kFp8Block && BN == 256)
     if (p.hq != nullptr) return epilogue_hq<TMA>(p, pos0, cnt, nblk, acc, tok0, c, qmask, xchg);
   float gsc[2] = {1.f, 1.f};
@@ -177,8 +185,8 @@ __device__ __forceinline__ void epilogue(const MoeGemmParams& p, int e, int pos0
         if (valid) *reinterpret_cast<uint4*>(h + 8 * (4 * m + c)) = o;
       }
     } else {
-      const int64_t slot = valid ? p.sorted_slot[pos0 + tok] : 0;
-      const float wv = valid ? p.slot_w[slot] * gsc[0] : 0.f;
+      const int64_t slot = valid ? (er != nullptr ? er->slot[hh] : p.sorted_slot[pos0 + tok]) : 0;
+      const float wv = valid ? (er != nullptr ? er->w[hh] : p.slot_w[slot]) * gsc[0] : 0.f;
       const int64_t o = slot * p.N + nblk * BN;
       if (p.out_bf16) {  // half the bytes for the combine to read (MoeGemmParams::out_bf16)
         __nv_bfloat16* ob = static_cast<__nv_bfloat16*>(p.out) + o;

@@ -53,11 +53,54 @@
 
 namespace moe::cuda::wgmma_gemm {
 
+// The FP8 warp-specialized kernels' stage headers (after the mbarriers, one per ring stage; F4
+// has none): what a consumer warpgroup reads besides the staged operands. The item {e, pos0, cnt,
+// nblk} (16 bytes), the k-block's weight block scales of the two 128-row halves (gate / up, or
+// down's rows; 8 bytes + 8 of padding), the activation scales of the 128 staged tokens at
+// kWsHdrAct, and at kWsHdrEpi (down, an item's last stage) each token's slot and routing weight.
+constexpr int kWsHdrAct = 32;
+constexpr int kWsHdrEpi = kWsHdrAct + 128 * 4;
+constexpr int kWsHdrBytes = kWsHdrEpi + 128 * 8;
+static_assert(kWsHdrBytes % 16 == 0);
 constexpr int kWsThreads = 384;  // producer warpgroup + two consumer warpgroups
 constexpr int kWsStages = 4;     // ring of [128 tokens + 256 rows] x 128 k (48 KB each)
-// Ring, then a `full` and an `empty` mbarrier per stage, + the alignment of the swizzle atoms.
-constexpr int kSmemBytesWs = kWsStages * kStageBytes<256> + 16 * kWsStages + 1024;
+// Ring, then a `full` and an `empty` mbarrier per stage, the stage headers, + the alignment of
+// the swizzle atoms.
+constexpr int kSmemBytesWs =
+    kWsStages * kStageBytes<256> + 16 * kWsStages + kWsStages * kWsHdrBytes + 1024;
 static_assert(kSmemBytesWs <= 232448);
+
+// Shared-memory words (volatile: ordered with the mbarrier waits and arrivals around them).
+__device__ __forceinline__ float lds_f32(uint32_t a) {
+  float v = 0.f;
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
+#endif
+  return v;
+}
+__device__ __forceinline__ int lds_s32(uint32_t a) {
+  int v = 0;
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("ld.shared.s32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
+#endif
+  return v;
+}
+__device__ __forceinline__ int4 lds_v4(uint32_t a) {
+  int4 v = make_int4(0, 0, 0, 0);
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(a)
+               : "memory");
+#endif
+  return v;
+}
+__device__ __forceinline__ void sts_v4(uint32_t a, int x, int y, int z, int w) {
+#ifdef MOE_WGMMA_ENABLED
+  asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(x), "r"(y), "r"(z), "r"(w)
+               : "memory");
+#endif
+}
 
 // Registers per thread of a warpgroup from here on (setmaxnreg; a multiple of 8 in 24..256).
 template <int N>
@@ -153,6 +196,34 @@ __device__ __forceinline__ WsItem ws_item(const MoeGemmParams& p, int item, int 
   return w;
 }
 
+// A producer thread's part of the stage headers: token tok = r0 + 16 ch of the tile, its
+// activation row (row[ch], selected without dynamic indexing; tokens past cnt have the last
+// token's) and, down, that position's slot (loaded at the item's start, used at its last stage).
+struct HdrTok {
+  int32_t tok, row, slot;
+};
+template <bool GU>
+__device__ __forceinline__ HdrTok hdr_token(const MoeGemmParams& p, const int32_t (&row)[kBM / 16],
+                                            int r0, int ch) {
+  HdrTok h{r0 + 16 * ch, row[0], 0};
+#pragma unroll
+  for (int i = 1; i < kBM / 16; ++i)
+    if (i == ch) h.row = row[i];
+  if constexpr (!GU) h.slot = __ldg(p.sorted_slot + h.row);  // down: row = position
+  return h;
+}
+// The thread's header copies of k-block ks into the header at hd: its token's activation scale
+// and (down, the item's last stage) the token's slot and routing weight.
+template <bool GU>
+__device__ __forceinline__ void hdr_copy(const MoeGemmParams& p, const HdrTok& h, uint32_t hd,
+                                         int ks, bool last) {
+  grouped::cp_async4(hd + kWsHdrAct + 4 * h.tok, p.act_scale + h.row * (p.Kd / 128) + ks);
+  if (!GU && last) {
+    grouped::cp_async4(hd + kWsHdrEpi + 8 * h.tok, p.sorted_slot + h.row);
+    grouped::cp_async4(hd + kWsHdrEpi + 8 * h.tok + 4, p.slot_w + h.slot);
+  }
+}
+
 // F4: cursor q at work unit `unit`, k-step 0 (sm90_moe_wgmma_f4.cuh).
 template <bool GU>
 __device__ __forceinline__ void f4_seek(const MoeGemmParams& p, int unit, int n_blocks,
@@ -187,6 +258,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   const uint32_t raw = smem_s + kSt * kStageBytes<BN>;
   const uint32_t lut = raw + (F4 ? kF4RawStages * kF4RawBytes : 0);  // F4's magnitude tables
   const uint32_t full = lut + (F4 ? kF4LutBytes : 0), empty = full + 8 * kSt;
+  const uint32_t hdr = empty + 8 * kSt;  // stage st's header at hdr + st * kWsHdrBytes
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // Counts and indices in 32 bits (items, k-blocks < 2^31): fewer registers live into the roles.
   const int n_blocks = static_cast<int>(GU ? p.N / (BN / 2) : p.N / BN);
@@ -298,10 +370,21 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
 #pragma unroll
       for (int i = 0; i < kBM / 16; ++i)
         row[i] = static_cast<int32_t>(act_row<GU>(p, w.pos0, min(r0 + 16 * i, w.cnt - 1)));
+      const HdrTok ht = hdr_token<GU>(p, row, r0, ch);
       for (int ks = kb0; ks < kb1; ++ks) {
         grouped::mbar_wait(empty + 8 * stage, ephase);
         const uint32_t base = smem_s + stage * kStageBytes<BN>;
+        // The stage's header: the item by thread 0 (a plain store, released by its arrival
+        // below), the block scales by cp.async (the arrivals after the copies).
+        const uint32_t hd = hdr + stage * kWsHdrBytes;
         if (tid == 0) {
+          sts_v4(hd, w.e, w.pos0, w.cnt, w.nblk);
+#pragma unroll
+          for (int m = 0; m < 2; ++m) {
+            const int64_t row0 = GU ? w.nblk * 128 : w.nblk * BN + 128 * m;
+            grouped::cp_async4(hd + 16 + 4 * m, static_cast<const float*>(p.s[GU ? m : 0][w.e]) +
+                                                    (row0 / 128) * ksteps + ks);
+          }
           if (PAIRS && w.mc) {  // box `rank` of the tile into both CTAs
             grouped::mbar_arrive_expect_tx(full + 8 * stage, BN * 128);
             const int m = GU ? rank : 0;
@@ -314,6 +397,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
             tma_weights<BN, GU>(p, w.e, w.nblk, ks, base + kAStage, full + 8 * stage);
           }
         }
+        hdr_copy<GU>(p, ht, hd, ks, ks + 1 == kb1);
 #pragma unroll
         for (int i = 0; i < kBM / 16; ++i)  // (narrow tiles, 64 tokens or fewer: rows 0..63)
           if (i < kBM / 32 || !narrow)
@@ -333,32 +417,19 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     // warpgroup whose 64 rows are all padding skipping its wgmma (spills; slower).
     setmaxnreg_inc<kConsRegs>();
     const int wg = (warp >> 2) - 1, wq = warp & 3, g = lane >> 2, c = lane & 3;
+    // FP8 (TMA weights): everything a consumer reads comes with the stage (its header,
+    // kWsHdrBytes): the item, the block scales, the token scales and (down, last stage) the
+    // epilogue's slots and weights; nothing at an item's start or end waits on global memory.
+    // F4 (its producer warpgroup is what limits it, and the header copies spill its registers):
+    // the consumers find the item and load the token scales themselves, a k-block ahead.
     const int64_t kb = p.Kd / 128;
-    // The activation scale rows of the thread's two tokens (tokens from t0) and the weight
-    // block-scale rows of its columns (gate_up: gate, up; down: staged rows 0..127, 128..255) of
-    // item w, as 32-bit offsets from p.act_scale and the expert's scales (registers are short).
-    struct ScaleRows {
-      int a[2], w[2];
-    };
-    auto scale_rows = [&](const WsItem& w, int t0) {
-      ScaleRows r;
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int tok = min(t0 + wq * 16 + g + 8 * hh, w.cnt - 1);
-        r.a[hh] = static_cast<int>(act_row<GU>(p, w.pos0, tok) * kb);
-        const int64_t row0 = GU ? w.nblk * (BN / 2) : w.nblk * BN + 128 * hh;
-        r.w[hh] = static_cast<int>((row0 / 128) * kb);
-      }
-      return r;
-    };
-    float nsa[2], nsw[2];  // the next k-block's scales, loaded a k-block ahead
-    auto load_scales = [&](int e, const ScaleRows& r, int ks) {
+    int sra[2];            // F4: the activation scale rows of the thread's tokens (x kb)
+    float nsa[2], nsw[2];  // F4: the next k-block's scales
+    auto load_scales_f4 = [&](int e, int ks) {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        nsa[i] = __ldg(p.act_scale + r.a[i] + ks);
-        // F4: one weight scale per matrix (gate, up; down's both halves): 8 x its global scale.
-        nsw[i] = F4 ? p.gs[GU ? i : 0][e] * kF4Unscale
-                    : __ldg(static_cast<const float*>(p.s[GU ? i : 0][e]) + r.w[i] + ks);
+        nsa[i] = __ldg(p.act_scale + sra[i] + ks);
+        nsw[i] = p.gs[GU ? i : 0][e] * kF4Unscale;  // gate, up; down's both halves
       }
     };
     // Waits for stage st's data (phase ph) and returns its descriptors (activation rows from t0).
@@ -391,17 +462,30 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     // epilogue's writes only after the other one passed this one's barrier).
     __shared__ float hq_x[2][2 * 64];
     int hq_turn = 0;
+    EpiRows er;  // down: the epilogue's slots and routing weights (from the last stage's header)
     for (int unit = first; unit < n_units; unit += stride) {
       const int item = unit / S;
-      const WsItem w = ws_item<PAIRS>(p, item, n_blocks, rank);
       int kb0, kb1;
       grouped::ws_split_range(unit % S, S, ksteps, &kb0, &kb1);
+      WsItem w;
+      if constexpr (F4) {
+        w = ws_item<false>(p, item, n_blocks, 0);
+      } else {  // the item, from the header of its first stage
+        grouped::mbar_wait(full + 8 * stage, fphase);
+        const int4 hv = lds_v4(hdr + stage * kWsHdrBytes);
+        w.e = hv.x, w.pos0 = hv.y, w.cnt = hv.z, w.nblk = hv.w, w.mc = false;
+      }
       // Narrow tiles (64 tokens or fewer, NARROW): both warpgroups on tokens 0..63, warpgroup w
       // on quarters w and w + 2 of the staged rows, so neither computes padding rows.
       const bool narrow = NARROW && w.cnt <= 64;
       const int t0 = narrow ? 0 : wg * 64;
-      const ScaleRows sr = scale_rows(w, t0);
-      load_scales(w.e, sr, kb0);
+      const int ta = t0 + wq * 16 + g;  // the thread's tokens ta, ta + 8
+      if constexpr (F4) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh)
+          sra[hh] = static_cast<int>(act_row<GU>(p, w.pos0, min(ta + 8 * hh, w.cnt - 1)) * kb);
+        load_scales_f4(w.e, kb0);
+      }
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
       fence_acc(acc);
@@ -409,10 +493,26 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       auto kloop = [&](auto mode_c) {
         constexpr int kMode = decltype(mode_c)::value;  // 2: full tile; 0, 1: narrow, warpgroup
         for (int ks = kb0; ks < kb1; ++ks) {
-          const float sca[2] = {nsa[0], nsa[1]}, scw[2] = {nsw[0], nsw[1]};
-          if (ks + 1 < kb1) load_scales(w.e, sr, ks + 1);
+          float sca[2], scw[2];
+          if constexpr (F4) {
+            sca[0] = nsa[0], sca[1] = nsa[1], scw[0] = nsw[0], scw[1] = nsw[1];
+            if (ks + 1 < kb1) load_scales_f4(w.e, ks + 1);
+          }
           uint64_t da, db;
           acquire(stage, fphase, kMode == 2 ? wg * 64 : 0, da, db);
+          const uint32_t hd = hdr + stage * kWsHdrBytes;
+          if constexpr (!F4) {
+            sca[0] = lds_f32(hd + kWsHdrAct + 4 * ta);
+            sca[1] = lds_f32(hd + kWsHdrAct + 4 * (ta + 8));
+            scw[0] = lds_f32(hd + 16), scw[1] = lds_f32(hd + 20);
+          }
+          if (!F4 && !GU && ks + 1 == kb1) {
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+              er.slot[hh] = lds_s32(hd + kWsHdrEpi + 8 * (ta + 8 * hh));
+              er.w[hh] = lds_f32(hd + kWsHdrEpi + 8 * (ta + 8 * hh) + 4);
+            }
+          }
           if constexpr (kMode == 2)
             f8_kblock<BN, GU, true>(acc, part, da, db, sca, scw);
           else
@@ -455,8 +555,9 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       }
       float* xchg = nullptr;
       if (GU && narrow && p.hq != nullptr) xchg = hq_x[hq_turn++ & 1];
-      epilogue<GroupedFmt::kFp8Block, BN, GU, true>(
-          p, w.e, w.pos0, w.cnt, w.nblk, acc, t0 + wq * 16 + g, c, narrow ? 5u << wg : 0xFu, xchg);
+      epilogue<GroupedFmt::kFp8Block, BN, GU, true>(p, w.e, w.pos0, w.cnt, w.nblk, acc, ta, c,
+                                                    narrow ? 5u << wg : 0xFu, xchg,
+                                                    F4 ? nullptr : &er);
     }
   }
   if constexpr (PAIRS) cluster_sync();  // no arrival or multicast reaches an exited CTA
