@@ -42,6 +42,18 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int c) {
   quad_swap_stage<2>(w, c & 2);
 }
 
+// silu(g) * u with one ex2 and one reciprocal (MUFU.EX2, MUFU.RCP; both approximate,
+// flush-to-zero: ~2 ulp of f32 from g / (1 + __expf(-g)) * u) instead of __expf and an IEEE
+// division (FCHK, its slow-path branch, MUFU.RCP and four FFMA per value): gate_up's epilogue is
+// ~40% fewer instructions, prefill 2.5-3% faster (H200, docs/perf.md 2026-12-05). Overflow keeps
+// the limits: ex2 -> inf gives 0 (g << 0), ex2 -> 0 gives g * u.
+__device__ __forceinline__ float silu_mul_fast(float g, float u) {
+  float e, r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(g * -1.4426950408889634f));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + e));
+  return g * r * u;
+}
+
 // h = silu(gate) * up of columns 8 j + 2 c and 8 j + 2 c + 1 of token half hh (accumulators 4 j
 // + 2 hh + q: gate and up interleaved by 8 rows, or (TMA) 128 apart), gate and up times gs
 // (NVFP4's global scales; 1 otherwise).
@@ -53,7 +65,7 @@ __device__ __forceinline__ float2 silu_up(const float (&acc)[BN / 2], int j, int
 #pragma unroll
   for (int q = 0; q < 2; ++q) {
     const float gv = acc[4 * jg + 2 * hh + q] * gs[0], uv = acc[4 * ju + 2 * hh + q] * gs[1];
-    hv[q] = gv / (1.f + __expf(-gv)) * uv;
+    hv[q] = silu_mul_fast(gv, uv);
   }
   return make_float2(hv[0], hv[1]);
 }
