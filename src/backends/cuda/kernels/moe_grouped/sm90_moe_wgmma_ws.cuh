@@ -71,13 +71,6 @@ constexpr int kSmemBytesWs =
 static_assert(kSmemBytesWs <= 232448);
 
 // Shared-memory words (volatile: ordered with the mbarrier waits and arrivals around them).
-__device__ __forceinline__ float lds_f32(uint32_t a) {
-  float v = 0.f;
-#ifdef MOE_WGMMA_ENABLED
-  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
-#endif
-  return v;
-}
 __device__ __forceinline__ int lds_s32(uint32_t a) {
   int v = 0;
 #ifdef MOE_WGMMA_ENABLED
@@ -85,6 +78,7 @@ __device__ __forceinline__ int lds_s32(uint32_t a) {
 #endif
   return v;
 }
+__device__ __forceinline__ float lds_f32(uint32_t a) { return __int_as_float(lds_s32(a)); }
 __device__ __forceinline__ int4 lds_v4(uint32_t a) {
   int4 v = make_int4(0, 0, 0, 0);
 #ifdef MOE_WGMMA_ENABLED
