@@ -24,8 +24,8 @@
 //                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1] [--tma 0|1]
 //                  [--ws 0|1] [--pairs 0|1] [--narrow 0|1] [--pdl 0|1] [--hybrid-min N]
 //                  [--hybrid-pdl 0|1] [--hybrid-gb X] [--hybrid-share X] [--pdl-light 0|1]
-//                  [--split-k 0|1] [--hquant 0|1] [--nvf8 0|1] [--act-t 0|1] [--sustain-ms N]
-//                  [--ab "LAUNCH FLAGS"]
+//                  [--split-k 0|1] [--hquant 0|1] [--nvf8 0|1] [--act-t 0|1] [--act-tma 0|1]
+//                  [--sustain-ms N] [--ab "LAUNCH FLAGS"]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -64,15 +64,17 @@
 // the warpgroup-MMA launch computed in FP8, weights dequantized to E4M3 by the warp-specialized
 // kernel's producers; sets fp8_act). --act-t 0|1 GroupedLaunch::act_transpose (NVFP4 streaming
 // GEMMs: x's 16-bit copy and h in the chunk-transposed order, whole-sector activation loads).
+// --act-tma 0|1 GroupedLaunch::down_act_tma (FP8 down on the warp-specialized / pair kernels: its
+// activation tiles by one TMA box from a map of h, or by the producers' cp.async gather).
 // --ab "FLAGS": an interleaved A/B of each case (one configuration, no --sweep): A is the launch
 // of the command line, B the same plus FLAGS (launch flags only: --f8act, --r2, --two-step,
 // --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,
-// --hquant, --nvf8, --act-t, --hybrid-gb, --hybrid-share; e.g. --ab "--hybrid-min 0"). Both graphs
-// are captured and their replays alternate (A B, B A, ...; each after its own L2 flush), so both
-// see the same clocks and power state; a line "ab ..." gives A's and B's medians and the median of
-// the per-replay ratios B / A (the table row is A's; --json adds ab_us and ab_ratio). Separate
-// calls of the same case differ by up to 2-5% at prefill and under NVFP4's power limit
-// (docs/perf.md).
+// --hquant, --nvf8, --act-t, --act-tma, --hybrid-gb, --hybrid-share; e.g. --ab "--hybrid-min 0").
+// Both graphs are captured and their replays alternate (A B, B A, ...; each after its own L2
+// flush), so both see the same clocks and power state; a line "ab ..." gives A's and B's medians
+// and the median of the per-replay ratios B / A (the table row is A's; --json adds ab_us and
+// ab_ratio). Separate calls of the same case differ by up to 2-5% at prefill and under NVFP4's
+// power limit (docs/perf.md).
 // --sustain-ms N: before the timed replays of each case, replay it (L2 flush included) for N ms
 // of wall time, so the times are those of a GPU that has been under this load long enough for
 // its power limit to act (H200, docs/perf.md session 27: the NVFP4 ring reaches the 700 W cap

@@ -1017,6 +1017,60 @@ TEST_F(MoeGroupedTest, FusedHQuantIsBitIdentical) {
   prepare_ = false;
 }
 
+// GroupedLaunch::down_act_tma: down's activation tiles by TMA on the warp-specialized FP8
+// kernels (whole and narrow tiles), the 2-CTA pairs and the hybrid's big tiles on the
+// warp-specialized kernel give the bits of the producers' cp.async gather: rows past a tile's count
+// read other positions (or zeros past T * K) and are never stored. T * K not a multiple of 128
+// (the last tile's box runs past the map), one expert holding everything, empty experts, h's codes
+// from gate_up's epilogue and from moe_quant_rows (in q).
+TEST_F(MoeGroupedTest, DownActivationsByTmaAreBitIdentical) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  const Launch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+  const Launch hy{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+  struct Case {
+    const char* what;
+    int64_t T, D, I, E, K;
+    Routing r;
+    Launch l;
+    bool pairs;
+    int narrow;
+    bool hquant;
+  };
+  const Case cases[] = {
+      {"ws", 400, 768, 512, 4, 2, Routing::kRandom, tc, false, 0, true},
+      {"ws, h by moe_quant_rows", 400, 768, 512, 4, 2, Routing::kRandom, tc, false, 0, false},
+      {"ws narrow", 300, 256, 128, 8, 2, Routing::kRandom, tc, false, 1, true},
+      {"ws, one expert", 77, 512, 256, 8, 3, Routing::kOne, tc, false, 0, true},
+      {"ws, many experts", 1000, 256, 128, 64, 3, Routing::kRandom, tc, false, 0, true},
+      {"pairs", 700, 512, 256, 4, 2, Routing::kOne, tc, true, 0, true},
+      {"pairs narrow", 1000, 512, 256, 64, 3, Routing::kRandom, tc, true, 1, true},
+      {"pairs, odd chunks", 2500, 1024, 256, 16, 2, Routing::kRandom, tc, true, 0, true},
+      {"hybrid ws", 300, 384, 256, 8, 2, Routing::kRandom, hy, false, 0, true},
+      {"hybrid ws narrow", 200, 256, 128, 8, 2, Routing::kOne, hy, false, 1, true},
+      {"hybrid ws, h by moe_quant_rows", 300, 384, 256, 8, 2, Routing::kRandom, hy, false, 0,
+       false}};
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (const Case& c : cases) {
+      Launch gather = c.l;
+      gather.down_act_tma = false;
+      gather.wgmma_tma = true;
+      gather.wgmma_ws = !c.pairs;
+      gather.wgmma_pairs = c.pairs;
+      gather.wgmma_narrow = c.narrow;
+      gather.wgmma_hquant = c.hquant;
+      Launch tma = gather;
+      tma.down_act_tma = true;
+      const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, gather);
+      const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, tma);
+      EXPECT_EQ(differing_floats(a, b), 0)
+          << c.what << ": T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+    }
+  }
+  prepare_ = false;
+}
+
 // The hybrid's gate_up split along k where its items fill less than half the GPU
 // (GroupedLaunch::hybrid_split_k; ws_split_count): FP8 on the warp-specialized kernel (E4M3,
 // tensor maps), FP8 on the 256-thread kernel with E4M3 (no ws) and with F16 activations, BF16 and

@@ -192,6 +192,14 @@ struct GroupedLaunch {
   // per expert) 9-10% faster, T 2048 (64) 4-9%; at T 4096 / 8192 (128 / 256 per expert) the narrow
   // instance is 5-6% slower (its spills), hence per call.
   int wgmma_narrow = -1;
+  // Down's activation tiles on the warp-specialized FP8 / pair kernels by one TMA box each
+  // instead of the producers' cp.async gather (h's rows are contiguous by position; rows past a
+  // tile's count read the next positions, or zeros past the end, and are never stored), and no
+  // proxy fence in down's consumers (every operand then comes through the async proxy).
+  // Bit-identical to the gather (DownActivationsByTmaAreBitIdentical); glm5 / dsv3 FP8 prefill
+  // T 4096 / 8192 2.1-2.6% faster, hot experts in decode 1-2% (docs/perf.md, session 41).
+  // false: the gather (kept for the test and for A/B).
+  bool down_act_tma = true;
   // The hybrid's gate_up (every format's warpgroup-MMA kernel; not BF16's narrow big tiles on the
   // mma.sync tile GEMM) with split-K where its items (big tiles x 256-row blocks) fill at most
   // half the grid (MoeGemmParams::split_partials; the partial sums live in GroupedScratch::out,
@@ -358,6 +366,11 @@ struct MoeGemmParams {
   bool pairs = false;
   // Warp-specialized FP8 kernels: the NARROW instance (GroupedLaunch::wgmma_narrow).
   bool narrow = false;
+  // GroupedLaunch::down_act_tma: down's activation tiles by TMA from act_tmap (a 2-D map of
+  // h's E4M3 codes, T * K rows by position x I bytes, 128-byte swizzle, boxes of 128 rows x 128
+  // bytes), encoded per call by the host; the warp-specialized FP8 / pair kernels only.
+  bool act_tma = false;
+  alignas(64) unsigned char act_tmap[128] = {};
   // Split-K of the hybrid's gate_up on the warpgroup-MMA kernels (the 256-thread one and the
   // warp-specialized FP8 one; GroupedLaunch::hybrid_split_k): when the call's items fill at most
   // half the grid and there are at most split_counters_cap of them, each item's k-loop is cut

@@ -214,6 +214,27 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
                : "memory");
 #endif
 }
+// Adds `bytes` to the barrier's expected transaction count of the current phase (no arrival).
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+#ifndef MOE_NO_BULK
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+#endif
+}
+// One tile of a 2-D tensor map (CUtensorMap, 128 bytes, 64-byte aligned: global or kernel
+// parameter memory) into shared memory at dst, completion counted in bytes on the mbarrier at bar.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* tmap, int c0, int c1,
+                                            uint32_t bar) {
+#ifndef MOE_NO_BULK
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3}], [%4];" ::"r"(dst),
+      "l"(tmap), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+#else
+  __trap();
+#endif
+}
 // One arrival (release, CTA scope).
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 #ifndef MOE_NO_BULK

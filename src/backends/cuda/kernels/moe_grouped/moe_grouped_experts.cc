@@ -196,6 +196,26 @@ namespace {
 int64_t list_tiles(int64_t TK, int64_t E, int tile_tokens) {
   return std::max<int64_t>(1, (TK + tile_tokens - 1) / tile_tokens + std::min(E, TK));
 }
+
+PFN_cuTensorMapEncodeTiled_v12000 tmap_encoder();
+
+// GroupedLaunch::down_act_tma: the 2-D map of down's E4M3 activations (rows x cols bytes,
+// row-major, 16-byte aligned) in boxes of 128 rows x 128 bytes, 128-byte swizzled (the layout
+// the producers' cp.async gives the stage: grouped::swz); rows past the end read as zeros.
+bool encode_act_tmap(const void* base, int64_t rows, int64_t cols, unsigned char* out) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tmap_encoder();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols)};
+  const cuuint32_t box[2] = {128, 128}, elem[2] = {1, 1};
+  CUtensorMap map;
+  if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box,
+             elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+    return false;
+  std::memcpy(out, &map, 128);
+  return true;
+}
 }  // namespace
 
 int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I) {
@@ -372,6 +392,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       if (l.wgmma_tma && ge.tmaps != nullptr) {  // [gate E][up E][down E] maps
         p.tmap = static_cast<const uint8_t*>(ge.tmaps) + (p.gate_up ? 0 : 2 * ge.E * 128);
         p.tmap_e = ge.E;
+      }
+      if (!p.gate_up && l.down_act_tma && p.tmap != nullptr && ge.fmt == GroupedFmt::kFp8Block) {
+        // A map the driver refuses (it should not: h is 256-byte aligned, I a multiple of 128)
+        // leaves down on the producers' gather, which gives the same bits.
+        p.act_tma = encode_act_tmap(hq, T * KS, ge.I, p.act_tmap);
       }
       p.pairs = pairs;
       p.narrow = hybrid ? grouped_hybrid_narrow(l, T) : grouped_wgmma_narrow(l, T, KS, ge.E);
