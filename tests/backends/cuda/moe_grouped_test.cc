@@ -139,6 +139,26 @@ class MoeGroupedTest : public ::testing::Test {
   // else experts one..one+K-1 for every token).
   enum class Routing { kRandom, kOne };
 
+  // A case of the FP8 warpgroup-MMA bit-identity tests (FusedHQuant, DownActivationsByTma): shape,
+  // routing, base launch, and which kernel runs it (TMA weights, warp-specialized, 2-CTA pairs,
+  // narrow instance).
+  struct WgmmaCase {
+    const char* what;
+    int64_t T, D, I, E, K;
+    Routing r;
+    GroupedLaunch l;
+    bool tma, ws, pairs;
+    int narrow;
+    GroupedLaunch launch() const {
+      GroupedLaunch x = l;
+      x.wgmma_tma = tma;
+      x.wgmma_ws = ws;
+      x.wgmma_pairs = pairs;
+      x.wgmma_narrow = narrow;
+      return x;
+    }
+  };
+
   // Returns y (host) for comparisons between launches.
   Tensor check(Fmt f, int64_t T, int64_t D, int64_t I, int64_t E, int64_t K,
                Routing r = Routing::kRandom, std::optional<GroupedLaunch> launch = std::nullopt) {
@@ -976,15 +996,7 @@ TEST_F(MoeGroupedTest, FusedHQuantIsBitIdentical) {
     GTEST_SKIP() << "wgmma needs sm_90";
   const Launch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
   const Launch hy{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
-  struct Case {
-    const char* what;
-    int64_t T, D, I, E, K;
-    Routing r;
-    Launch l;
-    bool tma, ws, pairs;
-    int narrow;
-  };
-  const Case cases[] = {
+  const WgmmaCase cases[] = {
       {"256-thread", 300, 256, 128, 8, 2, Routing::kRandom, tc, false, false, false, 0},
       {"256-thread TMA", 1000, 256, 128, 64, 3, Routing::kRandom, tc, true, false, false, 0},
       {"ws", 400, 768, 512, 4, 2, Routing::kRandom, tc, true, true, false, 0},
@@ -999,12 +1011,8 @@ TEST_F(MoeGroupedTest, FusedHQuantIsBitIdentical) {
       {"hybrid ws narrow split-K", 60, 4096, 256, 4, 4, Routing::kOne, hy, true, true, false, 1}};
   for (bool packed : {false, true}) {
     prepare_ = packed;
-    for (const Case& c : cases) {
-      Launch fused = c.l;
-      fused.wgmma_tma = c.tma;
-      fused.wgmma_ws = c.ws;
-      fused.wgmma_pairs = c.pairs;
-      fused.wgmma_narrow = c.narrow;
+    for (const WgmmaCase& c : cases) {
+      Launch fused = c.launch();
       fused.wgmma_hquant = true;
       Launch apart = fused;
       apart.wgmma_hquant = false;
@@ -1022,44 +1030,33 @@ TEST_F(MoeGroupedTest, FusedHQuantIsBitIdentical) {
 // warp-specialized kernel give the bits of the producers' cp.async gather: rows past a tile's count
 // read other positions (or zeros past T * K) and are never stored. T * K not a multiple of 128
 // (the last tile's box runs past the map), one expert holding everything, empty experts, h's codes
-// from gate_up's epilogue and from moe_quant_rows (in q).
+// from gate_up's epilogue and from moe_quant_rows (in q: the "rows" launches).
 TEST_F(MoeGroupedTest, DownActivationsByTmaAreBitIdentical) {
   if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
     GTEST_SKIP() << "wgmma needs sm_90";
   const Launch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
   const Launch hy{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
-  struct Case {
-    const char* what;
-    int64_t T, D, I, E, K;
-    Routing r;
-    Launch l;
-    bool pairs;
-    int narrow;
-    bool hquant;
-  };
-  const Case cases[] = {
-      {"ws", 400, 768, 512, 4, 2, Routing::kRandom, tc, false, 0, true},
-      {"ws, h by moe_quant_rows", 400, 768, 512, 4, 2, Routing::kRandom, tc, false, 0, false},
-      {"ws narrow", 300, 256, 128, 8, 2, Routing::kRandom, tc, false, 1, true},
-      {"ws, one expert", 77, 512, 256, 8, 3, Routing::kOne, tc, false, 0, true},
-      {"ws, many experts", 1000, 256, 128, 64, 3, Routing::kRandom, tc, false, 0, true},
-      {"pairs", 700, 512, 256, 4, 2, Routing::kOne, tc, true, 0, true},
-      {"pairs narrow", 1000, 512, 256, 64, 3, Routing::kRandom, tc, true, 1, true},
-      {"pairs, odd chunks", 2500, 1024, 256, 16, 2, Routing::kRandom, tc, true, 0, true},
-      {"hybrid ws", 300, 384, 256, 8, 2, Routing::kRandom, hy, false, 0, true},
-      {"hybrid ws narrow", 200, 256, 128, 8, 2, Routing::kOne, hy, false, 1, true},
-      {"hybrid ws, h by moe_quant_rows", 300, 384, 256, 8, 2, Routing::kRandom, hy, false, 0,
-       false}};
+  Launch tc_rows = tc, hy_rows = hy;  // h quantized by moe_quant_rows
+  tc_rows.wgmma_hquant = hy_rows.wgmma_hquant = false;
+  const WgmmaCase cases[] = {
+      {"ws", 400, 768, 512, 4, 2, Routing::kRandom, tc, true, true, false, 0},
+      {"ws, h by moe_quant_rows", 400, 768, 512, 4, 2, Routing::kRandom, tc_rows, true, true, false,
+       0},
+      {"ws narrow", 300, 256, 128, 8, 2, Routing::kRandom, tc, true, true, false, 1},
+      {"ws, one expert", 77, 512, 256, 8, 3, Routing::kOne, tc, true, true, false, 0},
+      {"ws, many experts", 1000, 256, 128, 64, 3, Routing::kRandom, tc, true, true, false, 0},
+      {"pairs", 700, 512, 256, 4, 2, Routing::kOne, tc, true, false, true, 0},
+      {"pairs narrow", 1000, 512, 256, 64, 3, Routing::kRandom, tc, true, false, true, 1},
+      {"pairs, odd chunks", 2500, 1024, 256, 16, 2, Routing::kRandom, tc, true, false, true, 0},
+      {"hybrid ws", 300, 384, 256, 8, 2, Routing::kRandom, hy, true, true, false, 0},
+      {"hybrid ws narrow", 200, 256, 128, 8, 2, Routing::kOne, hy, true, true, false, 1},
+      {"hybrid ws, h by moe_quant_rows", 300, 384, 256, 8, 2, Routing::kRandom, hy_rows, true, true,
+       false, 0}};
   for (bool packed : {false, true}) {
     prepare_ = packed;
-    for (const Case& c : cases) {
-      Launch gather = c.l;
+    for (const WgmmaCase& c : cases) {
+      Launch gather = c.launch();
       gather.down_act_tma = false;
-      gather.wgmma_tma = true;
-      gather.wgmma_ws = !c.pairs;
-      gather.wgmma_pairs = c.pairs;
-      gather.wgmma_narrow = c.narrow;
-      gather.wgmma_hquant = c.hquant;
       Launch tma = gather;
       tma.down_act_tma = true;
       const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, gather);

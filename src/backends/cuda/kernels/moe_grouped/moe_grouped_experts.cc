@@ -197,7 +197,19 @@ int64_t list_tiles(int64_t TK, int64_t E, int tile_tokens) {
   return std::max<int64_t>(1, (TK + tile_tokens - 1) / tile_tokens + std::min(E, TK));
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 tmap_encoder();
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tmap_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
 
 // GroupedLaunch::down_act_tma: the 2-D map of down's E4M3 activations (rows x cols bytes,
 // row-major, 16-byte aligned) in boxes of 128 rows x 128 bytes, 128-byte swizzled (the layout
@@ -458,22 +470,6 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   launch_moe_combine(y, y_stride, s.out, p2.out_bf16, ids, ids_stride, T, ge.D, KS, ge.E, ge.shared,
                      accumulate, stream, l.pdl || l.pdl_light);
 }
-
-namespace {
-// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 tmap_encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      f = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-}  // namespace
 
 const void* upload_grouped_tmaps(const GroupedExperts& ge,
                                  const std::function<void*(size_t)>& alloc, std::string* why) {
