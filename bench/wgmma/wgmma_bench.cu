@@ -20,7 +20,9 @@
 // k-block as 16 / 8 / 4 column groups of wgmma m64n16k32 / m64n32k32 / m64n64k32 straight into
 // the accumulators (what small-n wgmma costs: A is re-read for every n), and the quarters with a
 // scale per accumulator column (a per-token activation scale from shared memory times the weight
-// block's) instead of per row (what the promotion costs in that orientation).
+// block's) instead of per row (what the promotion costs in that orientation), loaded in the
+// promotion or (column scales early: the tokens-as-N kernels' form) a half's scales for two
+// quarters while they run.
 // One CTA of 256 threads per SM, `iters` k-blocks each; FLOP per cycle per SM from the CTA's own
 // clock64 span (so the SM clock under power limits does not enter), against the 8192 dense FP8
 // FLOP per cycle per SM of sm_90 (4096 x 2).
@@ -39,7 +41,18 @@ namespace {
 using namespace moe::cuda::wgmma_gemm;
 constexpr int kA = 2 * 64 * 128, kB = 256 * 128;  // bytes: two warpgroups' tokens, 256 rows
 
-enum Pattern { kQuarters, kHalves, kQDirect, kHDirect, kN256, kN16, kN32, kColScales, kPatterns };
+enum Pattern {
+  kQuarters,
+  kHalves,
+  kQDirect,
+  kHDirect,
+  kN256,
+  kN16,
+  kN32,
+  kColScales,
+  kColEarly,
+  kPatterns
+};
 const char* kNames[kPatterns] = {"quarters (the GEMM)",
                                  "halves n128",
                                  "q-direct n64",
@@ -47,7 +60,8 @@ const char* kNames[kPatterns] = {"quarters (the GEMM)",
                                  "n256",
                                  "n16 direct (tokens as N)",
                                  "n32 direct (tokens as N)",
-                                 "quarters, column scales"};
+                                 "quarters, column scales",
+                                 "quarters, column scales early"};
 
 #ifdef MOE_WGMMA_ENABLED
 // Copies the operands (A then B, 128-byte-swizzle rows as filled) into `stages` consecutive
@@ -146,6 +160,58 @@ __device__ __forceinline__ void colscale_kblock(float (&acc)[128], float (&part)
   });
 }
 
+// The promotion of the tokens-as-N pair kernels (experiments/2026-12-05-tokens-as-n.patch,
+// tn_kblock): quarters 0, 1 share the columns (tokens) of half 0, quarters 2, 3 those of half 1;
+// a half's 16 column scales per lane (contiguous per lane, 4 x 16-byte loads) are loaded while
+// its quarters run, so each promotion is 16 FMUL + 32 FFMA with no load.
+__device__ __forceinline__ void colearly_kblock(float (&acc)[128], float (&part)[2][32],
+                                                uint64_t da, uint64_t db, const float* cs,
+                                                float sw0, float sw1) {
+  const int c = threadIdx.x & 3;
+  float a[16];
+  auto issue = [&](int qd) {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
+    wgmma_commit();
+  };
+  auto load = [&](int nh) {
+    const float4* q = reinterpret_cast<const float4*>(cs + 64 * nh + 16 * c);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float4 v = q[i];
+      a[4 * i] = v.x, a[4 * i + 1] = v.y, a[4 * i + 2] = v.z, a[4 * i + 3] = v.w;
+    }
+  };
+  auto promote = [&](int qd, float sw) {
+    fence_acc(part[qd & 1]);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float s0 = a[2 * j] * sw, s1 = a[2 * j + 1] * sw;
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        acc[32 * qd + 4 * j + q] =
+            fmaf(part[qd & 1][4 * j + q], (q & 1) ? s1 : s0, acc[32 * qd + 4 * j + q]);
+    }
+  };
+  issue(0);
+  issue(1);
+  load(0);
+  wgmma_wait<1>();
+  promote(0, sw0);
+  wgmma_fence();
+  issue(2);
+  wgmma_wait<1>();
+  promote(1, sw1);
+  wgmma_fence();
+  issue(3);
+  load(1);
+  wgmma_wait<1>();
+  promote(2, sw0);
+  wgmma_wait<0>();
+  promote(3, sw1);
+}
+
 // Ends a timed kernel: the accumulators' sum into the thread's output slot (keeps every wgmma
 // live), the CTA's clock64 span.
 __device__ __forceinline__ void finish(const float (&acc)[128], long long t0, float* out,
@@ -174,7 +240,7 @@ __global__ void __launch_bounds__(256, 1)
   float part[2][32];
   float parth[64];
   __shared__ float colsc[2][256];  // per-token scales of two k-blocks (kColScales)
-  if constexpr (P == kColScales) {
+  if constexpr (P == kColScales || P == kColEarly) {
     for (int i = threadIdx.x; i < 512; i += blockDim.x)
       colsc[i / 256][i % 256] = 1e-3f * (i % 7 + 1);
     __syncthreads();
@@ -206,6 +272,8 @@ __global__ void __launch_bounds__(256, 1)
       direct_kblock<32>(acc, da, db);
     } else if constexpr (P == kColScales) {
       colscale_kblock(acc, part, da, db, colsc[it & 1], sc0);
+    } else if constexpr (P == kColEarly) {
+      colearly_kblock(acc, part, da, db, colsc[it & 1], sc0, sc1);
     } else if constexpr (P == kHDirect) {
 #pragma unroll
       for (int h = 0; h < 2; ++h)
@@ -356,6 +424,7 @@ int main(int argc, char** argv) {
   run<kN16>(sms, iters, src, sc, out, cyc);
   run<kN32>(sms, iters, src, sc, out, cyc);
   run<kColScales>(sms, iters, src, sc, out, cyc);
+  run<kColEarly>(sms, iters, src, sc, out, cyc);
   const int big = 4 * (kA + kB) + 1024;
   time_kernel(wgmma_real_kernel<4, 0, false>, big, "quarters, 4 stages rotated", sms, iters, src,
               sc, out, cyc);
