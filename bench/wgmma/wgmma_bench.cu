@@ -82,15 +82,20 @@ __device__ __forceinline__ uint32_t stage_operands(const uint8_t* src, int stage
 
 // One k-block of the FP8 GEMM's quarters (sm90_moe_wgmma_gemm.cuh, F8): 4 x (4 wgmma m64n64k32
 // into one of two partial sums), two groups in flight, each finished partial handed to
-// promote(qd, partial) while the next quarter runs.
-template <typename Promote>
+// promote(qd, partial) while the next quarter runs; issued(qd) right after quarter qd is issued
+// (colearly_kblock's scale loads).
+struct NoIssued {
+  __device__ void operator()(int) const {}
+};
+template <typename Promote, typename Issued = NoIssued>
 __device__ __forceinline__ void quarters_pipeline(float (&part)[2][32], uint64_t da, uint64_t db,
-                                                  Promote promote) {
+                                                  Promote promote, Issued issued = {}) {
   auto issue = [&](int qd) {
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
       wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
     wgmma_commit();
+    issued(qd);
   };
   issue(0);
   issue(1);
@@ -169,47 +174,28 @@ __device__ __forceinline__ void colearly_kblock(float (&acc)[128], float (&part)
                                                 float sw0, float sw1) {
   const int c = threadIdx.x & 3;
   float a[16];
-  auto issue = [&](int qd) {
+  quarters_pipeline(
+      part, da, db,
+      [&](int qd, const float(&pt)[32]) {
+        const float sw = qd & 1 ? sw1 : sw0;
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-      wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
-    wgmma_commit();
-  };
-  auto load = [&](int nh) {
-    const float4* q = reinterpret_cast<const float4*>(cs + 64 * nh + 16 * c);
+        for (int j = 0; j < 8; ++j) {
+          const float s0 = a[2 * j] * sw, s1 = a[2 * j + 1] * sw;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float4 v = q[i];
-      a[4 * i] = v.x, a[4 * i + 1] = v.y, a[4 * i + 2] = v.z, a[4 * i + 3] = v.w;
-    }
-  };
-  auto promote = [&](int qd, float sw) {
-    fence_acc(part[qd & 1]);
+          for (int q = 0; q < 4; ++q)
+            acc[32 * qd + 4 * j + q] =
+                fmaf(pt[4 * j + q], (q & 1) ? s1 : s0, acc[32 * qd + 4 * j + q]);
+        }
+      },
+      [&](int qd) {  // after quarters 1 and 3: the scales of half (qd - 1) / 2
+        if (qd != 1 && qd != 3) return;
+        const float4* q = reinterpret_cast<const float4*>(cs + 64 * (qd >> 1) + 16 * c);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const float s0 = a[2 * j] * sw, s1 = a[2 * j + 1] * sw;
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        acc[32 * qd + 4 * j + q] =
-            fmaf(part[qd & 1][4 * j + q], (q & 1) ? s1 : s0, acc[32 * qd + 4 * j + q]);
-    }
-  };
-  issue(0);
-  issue(1);
-  load(0);
-  wgmma_wait<1>();
-  promote(0, sw0);
-  wgmma_fence();
-  issue(2);
-  wgmma_wait<1>();
-  promote(1, sw1);
-  wgmma_fence();
-  issue(3);
-  load(1);
-  wgmma_wait<1>();
-  promote(2, sw0);
-  wgmma_wait<0>();
-  promote(3, sw1);
+        for (int i = 0; i < 4; ++i) {
+          const float4 v = q[i];
+          a[4 * i] = v.x, a[4 * i + 1] = v.y, a[4 * i + 2] = v.z, a[4 * i + 3] = v.w;
+        }
+      });
 }
 
 // Ends a timed kernel: the accumulators' sum into the thread's output slot (keeps every wgmma
