@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-# Host model for experiments/2026-12-05-tokens-as-n.patch (run: python3 this file; prints "errors 0" and "scale position errors 0").
+# Host model for experiments/2026-12-05-tokens-as-n.patch (run: python3 this file; prints "errors 0"):
+# accumulators, movmatrix and quad transpose through to the store addresses. The header positions
+# of the activation scales are the CPU test TokensAsN.* (tn_layout.h, in the patch).
 # Host model of the TN kernel's index math: which (weight row / h column, token) each register holds,
 # through movmatrix and quad_transpose, to the store addresses. Values are tuples (kind, col, tok).
 import itertools
@@ -95,25 +97,3 @@ for cnt in list(range(1, 129)):
         if set(stored) != want:
             errors += 1; print('coverage', cnt, GU, len(stored), len(want))
 print('errors', errors)
-
-# Stage-header positions of the activation scales (tn_scale_pos) and what lane c reads.
-def tn_scale_pos(t, tw):
-    X, H = tw & 127, (2 if tw > 128 else 1)
-    if t >= X*H: return 64 + 16*(t & 3) + 15
-    nh = 1 if t >= X else 0; u = t - X*nh
-    return 64*nh + 16*((u >> 1) & 3) + 2*(u >> 3) + (u & 1)
-perr = 0
-for cnt in range(1, 129):
-    tw = tn_width(cnt); X, H = tw & 127, (2 if tw > 128 else 1)
-    pos = {t: tn_scale_pos(t, tw) for t in range(128)}
-    used = {pos[t]: t for t in range(X*H)}
-    if len(used) != X*H: perr += 1
-    for t in range(X*H, 128):
-        if pos[t] in used: perr += 1          # an unread token's copy over a read word
-    for nh in range(H):
-        for c in range(4):
-            for j in range(X//8):
-                for e in range(2):
-                    p = 64*nh + 16*c + 2*j + e   # tn_load_scales: a[2 j + e] at 16 c + 2 j + e
-                    if used.get(p) != X*nh + 8*j + 2*c + e: perr += 1
-print('scale position errors', perr)
