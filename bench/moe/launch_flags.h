@@ -31,6 +31,7 @@ struct LaunchOverrides {
   int act_t = -1;            // --act-t 0|1 (GroupedLaunch::act_transpose)
   int dyn = -1;              // --dyn 0|1 (GroupedLaunch::ring_dynamic)
   int down_act_tma = -1;     // --act-tma 0|1 (GroupedLaunch::down_act_tma)
+  int x_pos = -1;            // --x-pos 0|1 (GroupedLaunch::x_pos)
   double hybrid_gb = -1;     // --hybrid-gb X (GroupedLaunch::hybrid_min_bytes / 1e9)
   double hybrid_share = -1;  // --hybrid-share X (GroupedLaunch::hybrid_min_share)
 
@@ -57,6 +58,7 @@ struct LaunchOverrides {
     if (act_t >= 0) l.act_transpose = act_t == 1;
     if (dyn >= 0) l.ring_dynamic = dyn == 1;
     if (down_act_tma >= 0) l.down_act_tma = down_act_tma == 1;
+    if (x_pos >= 0) l.x_pos = x_pos;
     if (hybrid_gb >= 0) l.hybrid_min_bytes = hybrid_gb * 1e9;
     if (hybrid_share >= 0) l.hybrid_min_share = hybrid_share;
     return l;
@@ -125,6 +127,7 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
                 : a == "--act-t"      ? &o->act_t
                 : a == "--dyn"        ? &o->dyn
                 : a == "--act-tma"    ? &o->down_act_tma
+                : a == "--x-pos"      ? &o->x_pos
                                       : nullptr;
   if (flag01 == nullptr) return 0;
   if (v != "0" && v != "1") {

@@ -1059,8 +1059,66 @@ TEST_F(MoeGroupedTest, DownActivationsByTmaAreBitIdentical) {
       gather.down_act_tma = false;
       Launch tma = gather;
       tma.down_act_tma = true;
+      tma.x_pos = 0;  // (gate_up's by position: GateUpActivationsByPositionAreBitIdentical)
       const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, gather);
       const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, tma);
+      EXPECT_EQ(differing_floats(a, b), 0)
+          << c.what << ": T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+    }
+  }
+  prepare_ = false;
+}
+
+// GroupedLaunch::x_pos: x's codes copied by position, gate_up's activation tile by one TMA box
+// too, against the producers' gather for both GEMMs; the copy ran once per call of the full
+// launch, never for the hybrid (its cases keep the gather: grouped_x_pos_launches).
+TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  const Launch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+  const Launch hy{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+  struct Case {
+    const char* what;
+    int64_t T, D, I, E, K;
+    Routing r;
+    Launch l;
+    bool pairs;
+    int narrow;
+    bool hquant;
+  };
+  const Case cases[] = {
+      {"ws", 400, 768, 512, 4, 2, Routing::kRandom, tc, false, 0, true},
+      {"ws, h by moe_quant_rows", 400, 768, 512, 4, 2, Routing::kRandom, tc, false, 0, false},
+      {"ws narrow", 300, 256, 128, 8, 2, Routing::kRandom, tc, false, 1, true},
+      {"ws, one expert", 77, 512, 256, 8, 3, Routing::kOne, tc, false, 0, true},
+      {"ws, many experts", 1000, 256, 128, 64, 3, Routing::kRandom, tc, false, 0, true},
+      {"pairs", 700, 512, 256, 4, 2, Routing::kOne, tc, true, 0, true},
+      {"pairs narrow", 1000, 512, 256, 64, 3, Routing::kRandom, tc, true, 1, true},
+      {"pairs, odd chunks", 2500, 1024, 256, 16, 2, Routing::kRandom, tc, true, 0, true},
+      {"hybrid ws", 300, 384, 256, 8, 2, Routing::kRandom, hy, false, 0, true},
+      {"hybrid ws narrow", 200, 256, 128, 8, 2, Routing::kOne, hy, false, 1, true},
+      {"hybrid ws, h by moe_quant_rows", 300, 384, 256, 8, 2, Routing::kRandom, hy, false, 0,
+       false}};
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (const Case& c : cases) {
+      Launch gather = c.l;
+      gather.down_act_tma = false;
+      gather.x_pos = 0;
+      gather.wgmma_tma = true;
+      gather.wgmma_ws = !c.pairs;
+      gather.wgmma_pairs = c.pairs;
+      gather.wgmma_narrow = c.narrow;
+      gather.wgmma_hquant = c.hquant;
+      Launch tma = gather;
+      tma.down_act_tma = true;
+      tma.x_pos = 1;
+      const int64_t before = grouped_x_pos_launches();
+      const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, gather);
+      EXPECT_EQ(grouped_x_pos_launches(), before) << c.what << ": x_pos 0 copied x";
+      const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, tma);
+      const bool hybrid = c.l.wgmma_min_tokens > 0;
+      EXPECT_EQ(grouped_x_pos_launches() - before, hybrid ? 0 : 1) << c.what;
       EXPECT_EQ(differing_floats(a, b), 0)
           << c.what << ": T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
     }

@@ -412,4 +412,20 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+// GroupedLaunch::x_pos: x's E4M3 codes by position, xs[pos] = xq[sorted_slot[pos] / K]
+// (16-byte chunks; rows of D bytes), so gate_up's warp-specialized kernels take each activation
+// tile as one TMA box like down.
+__global__ void __launch_bounds__(256)
+    moe_x_pos_kernel(const uint4* xq, const int32_t* sorted_slot, int64_t rows, int K,
+                     int64_t row_chunks, uint4* xs) {
+  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
+  grouped::pdl_launch_dependents();
+  const int64_t n = rows * row_chunks;
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < n;
+       u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t pos = u / row_chunks, c = u - pos * row_chunks;
+    xs[u] = xq[static_cast<int64_t>(sorted_slot[pos] / K) * row_chunks + c];
+  }
+}
+
 }  // namespace moe::cuda::grouped

@@ -1,6 +1,7 @@
 // Launchers of the grouped routed-expert kernels: one switch maps (format, tokens per tile,
 // gate_up/down) onto the template instances; grids are persistent and sized from the device.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "backends/cuda/cuda_check.h"
@@ -286,6 +287,25 @@ void launch_moe_quant_rows(const void* h, int64_t I, const int32_t* tiles, const
   launch_k(grouped::moe_quant_rows_kernel, dim3(static_cast<unsigned>(blocks)), dim3(256), 0,
            stream, pdl, static_cast<const uint16_t*>(h), I, tiles, num_tiles, q, qs);
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/quant_rows");
+}
+
+namespace {
+std::atomic<int64_t> x_pos_launches{0};
+}  // namespace
+int64_t grouped_x_pos_launches() { return x_pos_launches.load(); }
+
+void launch_moe_x_pos(const uint8_t* xq, const int32_t* sorted_slot, int64_t rows, int K, int64_t D,
+                      uint8_t* xs, int sm_count, Stream stream, bool pdl) {
+  MOE_CHECK(D % 16 == 0 && reinterpret_cast<uintptr_t>(xq) % 16 == 0 &&
+            reinterpret_cast<uintptr_t>(xs) % 16 == 0)
+      << "moe_x_pos: needs D % 16 == 0 and 16-byte aligned codes";
+  const int64_t blocks =
+      std::clamp<int64_t>((rows * (D / 16) + 255) / 256, 1, 8 * std::max(sm_count, 1));
+  launch_k(grouped::moe_x_pos_kernel, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream,
+           pdl, reinterpret_cast<const uint4*>(xq), sorted_slot, rows, K, D / 16,
+           reinterpret_cast<uint4*>(xs));
+  MOE_CUDA_CHECK_LAUNCH("moe_grouped/x_pos");
+  ++x_pos_launches;
 }
 
 void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {

@@ -200,6 +200,14 @@ struct GroupedLaunch {
   // T 4096 / 8192 2.1-2.6% faster, hot experts in decode 1-2% (docs/perf.md, session 41).
   // false: the gather (kept for the test and for A/B).
   bool down_act_tma = true;
+  // gate_up's activation tiles by TMA too (the full warp-specialized FP8 / pair launch, not the
+  // hybrid or its split-K): after the grouping, moe_x_pos copies x's E4M3 codes by position into
+  // GroupedScratch::out (free until down writes it; T * K rows of D bytes), and gate_up takes each
+  // tile as one TMA box like down (no cp.async gather, no proxy fence in its consumers).
+  // Bit-identical (GateUpActivationsByPositionAreBitIdentical). -1: from kGroupedXPosMinMean
+  // tokens per expert (grouped_x_pos; the copy costs more than the gather below: H100 glm5 T 1024
+  // / 2048 0.6-1.2% slower, T 4096 / 8192 1.2-3.3% faster, docs/perf.md session 43); 0 / 1 force.
+  int x_pos = -1;
   // The hybrid's gate_up (every format's warpgroup-MMA kernel; not BF16's narrow big tiles on the
   // mma.sync tile GEMM) with split-K where its items (big tiles x 256-row blocks) fill at most
   // half the grid (MoeGemmParams::split_partials; the partial sums live in GroupedScratch::out,
@@ -446,6 +454,15 @@ inline bool grouped_wgmma_narrow(const GroupedLaunch& l, int64_t T, int64_t K, i
   return E > 0 && static_cast<double>(T * K) / static_cast<double>(E) <= kGroupedNarrowMaxMean;
 }
 
+// Expected tokens per expert (T * K / E) from which GroupedLaunch::x_pos's -1 copies x by
+// position for gate_up's TMA boxes (H100, glm5 FP8: 64 per expert 1.2% slower, 128 1.2% faster,
+// 256 3.3% faster; docs/perf.md session 43).
+constexpr double kGroupedXPosMinMean = 128;
+inline bool grouped_x_pos(const GroupedLaunch& l, int64_t T, int64_t K, int64_t E) {
+  if (l.x_pos >= 0) return l.x_pos == 1;
+  return E > 0 && static_cast<double>(T * K) / static_cast<double>(E) >= kGroupedXPosMinMean;
+}
+
 // The hybrid's big tiles (experts with >= wgmma_min_tokens tokens) are narrow exactly when no
 // big tile can hold more than 64 tokens, T <= 64 (an expert has at most one slot per row). Then
 // FP8 takes the warp-specialized kernel's narrow instance, BF16 the 64-token mma.sync tile GEMM
@@ -524,6 +541,11 @@ int64_t grouped_fp8_act_bytes(const GroupedLaunch& l, GroupedFmt f, int64_t T, i
 void launch_moe_quant_rows(const void* h, int64_t I, const int32_t* tiles, const int32_t* num_tiles,
                            int64_t max_tiles, uint8_t* q, float* qs, int sm_count, Stream stream,
                            bool pdl = false);
+// GroupedLaunch::x_pos: xs[pos] = xq[sorted_slot[pos] / K], rows of D bytes.
+void launch_moe_x_pos(const uint8_t* xq, const int32_t* sorted_slot, int64_t rows, int K, int64_t D,
+                      uint8_t* xs, int sm_count, Stream stream, bool pdl = false);
+// How many moe_x_pos launches this process made (tests: that gate_up took x by position).
+int64_t grouped_x_pos_launches();
 // The tc GEMM (called by launch_moe_gemm when l.tc): BF16, Kd % 64 == 0, N % 64 (gate_up) or
 // N % 128 (down) == 0, 16-byte aligned activations, weights and outputs.
 void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);

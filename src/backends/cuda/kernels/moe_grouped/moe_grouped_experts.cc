@@ -364,6 +364,14 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   gp.chunk_hist = reinterpret_cast<int32_t*>(s.h);
   gp.chunk_hist_bytes = T * KS * ge.I * 2;
   launch_moe_group(gp, stream, l.pdl);
+  // GroupedLaunch::x_pos: x's codes by position in out (free until down writes it).
+  uint8_t* xs = nullptr;
+  if (f8 && grouped_x_pos(l, T, KS, ge.E) && l.down_act_tma && l.wgmma && !hybrid && l.wgmma_tma &&
+      ge.tmaps != nullptr && ge.fmt == GroupedFmt::kFp8Block && split_counters == nullptr) {
+    xs = reinterpret_cast<uint8_t*>(s.out);
+    launch_moe_x_pos(q, s.sorted_slot, T * KS, static_cast<int>(KS), ge.D, xs, l.sm_count, stream,
+                     l.pdl);
+  }
 
   // Each GEMM: the configured kernel over `tiles`; with the hybrid also the warpgroup-MMA kernel
   // over the big tiles' list.
@@ -410,6 +418,8 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
         // leaves down on the producers' gather, which gives the same bits.
         p.act_tma = encode_act_tmap(hq, T * KS, ge.I, p.act_tmap);
       }
+      if (p.gate_up && xs != nullptr)  // x's codes by position (T * KS rows of D bytes)
+        p.act_tma = encode_act_tmap(xs, T * KS, ge.D, p.act_tmap);
       p.pairs = pairs;
       p.narrow = hybrid ? grouped_hybrid_narrow(l, T) : grouped_wgmma_narrow(l, T, KS, ge.E);
     }

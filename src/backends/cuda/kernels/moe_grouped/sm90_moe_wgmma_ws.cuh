@@ -254,7 +254,8 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   const uint32_t full = lut + (F4 ? kF4LutBytes : 0), empty = full + 8 * kSt;
   const uint32_t hdr = empty + 8 * kSt;  // stage st's header at hdr + st * kWsHdrBytes
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const bool down_tma = !GU && !F4 && p.act_tma;  // down's activations by TMA (MoeGemmParams)
+  // Activations by TMA (MoeGemmParams::act_tma): down's, and gate_up's with GroupedLaunch::x_pos
+  const bool down_tma = !F4 && p.act_tma;
   // Counts and indices in 32 bits (items, k-blocks < 2^31): fewer registers live into the roles.
   const int n_blocks = static_cast<int>(GU ? p.N / (BN / 2) : p.N / BN);
   // PAIRS: cluster items over the units, clusters of 2 consecutive CTAs.
