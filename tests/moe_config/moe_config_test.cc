@@ -568,20 +568,24 @@ TEST(MoeConfig, WgmmaNarrowByExpectedTokensPerExpert) {
   EXPECT_TRUE(grouped_wgmma_narrow(l, 8192, 8, 256));
 }
 
-// gate_up's activations by position (GroupedLaunch::x_pos): per call from T K / E >= 128 (glm5
-// T 4096 yes, 4095 and 2048 no), unless the launch says.
+// gate_up's activations by position (GroupedLaunch::x_pos): per call from T K / E >= 128 and
+// I >= 1024 (glm5 T 4096 yes, 4095 and 2048 no; the TP8 shard's I 256 never), unless the launch
+// says.
 TEST(MoeConfig, XByPositionByExpectedTokensPerExpert) {
   GroupedLaunch l;
   EXPECT_EQ(l.x_pos, -1);
-  EXPECT_TRUE(grouped_x_pos(l, 4096, 8, 256));   // 128 per expert
-  EXPECT_TRUE(grouped_x_pos(l, 8192, 8, 256));   // 256
-  EXPECT_FALSE(grouped_x_pos(l, 4095, 8, 256));  // just under 128
-  EXPECT_FALSE(grouped_x_pos(l, 2048, 8, 256));
-  EXPECT_FALSE(grouped_x_pos(l, 100, 8, 0));  // no experts: never
+  EXPECT_TRUE(grouped_x_pos(l, 4096, 8, 256, 2048));   // 128 per expert
+  EXPECT_TRUE(grouped_x_pos(l, 8192, 8, 256, 2048));   // 256
+  EXPECT_TRUE(grouped_x_pos(l, 8192, 8, 256, 1024));   // I at the bound
+  EXPECT_FALSE(grouped_x_pos(l, 4095, 8, 256, 2048));  // just under 128
+  EXPECT_FALSE(grouped_x_pos(l, 2048, 8, 256, 2048));
+  EXPECT_FALSE(grouped_x_pos(l, 8192, 8, 256, 256));  // TP8: 2 column blocks
+  EXPECT_FALSE(grouped_x_pos(l, 8192, 8, 256, 512));
+  EXPECT_FALSE(grouped_x_pos(l, 100, 8, 0, 2048));  // no experts: never
   l.x_pos = 0;
-  EXPECT_FALSE(grouped_x_pos(l, 8192, 8, 256));
+  EXPECT_FALSE(grouped_x_pos(l, 8192, 8, 256, 2048));
   l.x_pos = 1;
-  EXPECT_TRUE(grouped_x_pos(l, 1, 8, 256));
+  EXPECT_TRUE(grouped_x_pos(l, 1, 8, 256, 256));
 }
 
 // Two-step stages: the NVFP4 ring with 8- or 16-token tiles, packed weights and items of one

@@ -1099,31 +1099,37 @@ TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
       {"hybrid ws narrow", 200, 256, 128, 8, 2, Routing::kOne, hy, false, 1, true},
       {"hybrid ws, h by moe_quant_rows", 300, 384, 256, 8, 2, Routing::kRandom, hy, false, 0,
        false}};
+  auto run = [&](const Case& c) {
+    Launch gather = c.l;
+    gather.down_act_tma = false;
+    gather.x_pos = 0;
+    gather.wgmma_tma = true;
+    gather.wgmma_ws = !c.pairs;
+    gather.wgmma_pairs = c.pairs;
+    gather.wgmma_narrow = c.narrow;
+    gather.wgmma_hquant = c.hquant;
+    Launch tma = gather;
+    tma.down_act_tma = true;
+    tma.x_pos = 1;
+    const int64_t before = grouped_x_pos_launches();
+    const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, gather);
+    EXPECT_EQ(grouped_x_pos_launches(), before) << c.what << ": x_pos 0 copied x";
+    const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, tma);
+    const bool hybrid = c.l.wgmma_min_tokens > 0;
+    EXPECT_EQ(grouped_x_pos_launches() - before, hybrid ? 0 : 1) << c.what;
+    EXPECT_EQ(differing_floats(a, b), 0) << c.what << ": T " << c.T << " D " << c.D << " I " << c.I
+                                         << " packed " << prepare_ << " shared " << shared_;
+  };
   for (bool packed : {false, true}) {
     prepare_ = packed;
-    for (const Case& c : cases) {
-      Launch gather = c.l;
-      gather.down_act_tma = false;
-      gather.x_pos = 0;
-      gather.wgmma_tma = true;
-      gather.wgmma_ws = !c.pairs;
-      gather.wgmma_pairs = c.pairs;
-      gather.wgmma_narrow = c.narrow;
-      gather.wgmma_hquant = c.hquant;
-      Launch tma = gather;
-      tma.down_act_tma = true;
-      tma.x_pos = 1;
-      const int64_t before = grouped_x_pos_launches();
-      const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, gather);
-      EXPECT_EQ(grouped_x_pos_launches(), before) << c.what << ": x_pos 0 copied x";
-      const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, tma);
-      const bool hybrid = c.l.wgmma_min_tokens > 0;
-      EXPECT_EQ(grouped_x_pos_launches() - before, hybrid ? 0 : 1) << c.what;
-      EXPECT_EQ(differing_floats(a, b), 0)
-          << c.what << ": T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
-    }
+    for (const Case& c : cases) run(c);
   }
   prepare_ = false;
+  // The shared expert riding along (expert E on slot K of every token: its rows by position too).
+  shared_ = 1;
+  run(cases[0]);  // ws
+  run(cases[5]);  // pairs
+  shared_ = 0;
 }
 
 // The hybrid's gate_up split along k where its items fill less than half the GPU

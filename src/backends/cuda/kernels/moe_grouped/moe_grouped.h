@@ -204,9 +204,10 @@ struct GroupedLaunch {
   // hybrid or its split-K): after the grouping, moe_x_pos copies x's E4M3 codes by position into
   // GroupedScratch::out (free until down writes it; T * K rows of D bytes), and gate_up takes each
   // tile as one TMA box like down (no cp.async gather, no proxy fence in its consumers).
-  // Bit-identical (GateUpActivationsByPositionAreBitIdentical). -1: from kGroupedXPosMinMean
-  // tokens per expert (grouped_x_pos; the copy costs more than the gather below: H100 glm5 T 1024
-  // / 2048 0.6-1.2% slower, T 4096 / 8192 1.2-3.3% faster, docs/perf.md session 43); 0 / 1 force.
+  // Bit-identical (GateUpActivationsByPositionAreBitIdentical). -1: from 128 tokens per expert
+  // and I >= 1024 (grouped_x_pos; the copy costs more than the gather below that: H100 glm5 /
+  // dsv3 T 8192 2.7-3.2% faster, T 4096 level, TP8 T 8192 16% slower; docs/perf.md session 43);
+  // 0 / 1 force.
   int x_pos = -1;
   // The hybrid's gate_up (every format's warpgroup-MMA kernel; not BF16's narrow big tiles on the
   // mma.sync tile GEMM) with split-K where its items (big tiles x 256-row blocks) fill at most
@@ -454,13 +455,18 @@ inline bool grouped_wgmma_narrow(const GroupedLaunch& l, int64_t T, int64_t K, i
   return E > 0 && static_cast<double>(T * K) / static_cast<double>(E) <= kGroupedNarrowMaxMean;
 }
 
-// Expected tokens per expert (T * K / E) from which GroupedLaunch::x_pos's -1 copies x by
-// position for gate_up's TMA boxes (H100, glm5 FP8: 64 per expert 1.2% slower, 128 1.2% faster,
-// 256 3.3% faster; docs/perf.md session 43).
+// GroupedLaunch::x_pos's -1 copies x by position for gate_up's TMA boxes from kGroupedXPosMinMean
+// expected tokens per expert (T * K / E) and for experts of I >= kGroupedXPosMinI: the copy costs
+// T K D bytes once, the gather it replaces is paid by every one of gate_up's 2 I / 256 column
+// blocks. H100, FP8, B/A (docs/perf.md session 43): glm5 64 per expert 1.012, 128 0.988 / 1.005,
+// 256 0.968 / 0.971; dsv3 128 0.995, 256 0.973; EP8 (I 2048) 256 0.986; TP8 (I 256, 2 column
+// blocks) 256 1.157.
 constexpr double kGroupedXPosMinMean = 128;
-inline bool grouped_x_pos(const GroupedLaunch& l, int64_t T, int64_t K, int64_t E) {
+constexpr int64_t kGroupedXPosMinI = 1024;
+inline bool grouped_x_pos(const GroupedLaunch& l, int64_t T, int64_t K, int64_t E, int64_t I) {
   if (l.x_pos >= 0) return l.x_pos == 1;
-  return E > 0 && static_cast<double>(T * K) / static_cast<double>(E) >= kGroupedXPosMinMean;
+  return E > 0 && I >= kGroupedXPosMinI &&
+         static_cast<double>(T * K) / static_cast<double>(E) >= kGroupedXPosMinMean;
 }
 
 // The hybrid's big tiles (experts with >= wgmma_min_tokens tokens) are narrow exactly when no

@@ -366,8 +366,9 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   launch_moe_group(gp, stream, l.pdl);
   // GroupedLaunch::x_pos: x's codes by position in out (free until down writes it).
   uint8_t* xs = nullptr;
-  if (f8 && grouped_x_pos(l, T, KS, ge.E) && l.down_act_tma && l.wgmma && !hybrid && l.wgmma_tma &&
-      ge.tmaps != nullptr && ge.fmt == GroupedFmt::kFp8Block && split_counters == nullptr) {
+  if (f8 && grouped_x_pos(l, T, KS, ge.E, ge.I) && l.down_act_tma && l.wgmma && !hybrid &&
+      l.wgmma_tma && ge.tmaps != nullptr && ge.fmt == GroupedFmt::kFp8Block &&
+      split_counters == nullptr) {
     xs = reinterpret_cast<uint8_t*>(s.out);
     launch_moe_x_pos(q, s.sorted_slot, T * KS, static_cast<int>(KS), ge.D, xs, l.sm_count, stream,
                      l.pdl);
