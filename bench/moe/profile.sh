@@ -7,7 +7,8 @@
 #      (default: glm5 uniform 64 for each format),
 #      MOE_PROFILE_KERNEL (ncu kernel-name regex, default moe_gemm; the whole layer's launches:
 #      'moe_(gemm|group|quant|wgmma|tile|combine)' -- a bare 'moe' also matches moe_bench's
-#      weight-filling kernels, which live in namespace moe), OUT (logs).
+#      weight-filling kernels, which live in namespace moe), MOE_PROFILE_COUNT (launches profiled
+#      per set, default 2: gate_up and down; the whole layer's are 4-6), OUT (logs).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 2
@@ -16,6 +17,7 @@ out=${OUT:-$root/build-gpu/profile}
 mkdir -p "$out"
 sets=${MOE_PROFILE_SETS:-$'glm5 uniform 64 nvfp4\nglm5 uniform 64 fp8\nglm5 uniform 64 bf16'}
 kernel=${MOE_PROFILE_KERNEL:-moe_gemm}
+count=${MOE_PROFILE_COUNT:-2}
 metrics="regex:sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active$,regex:sm__pipe_.*_cycles_active\.avg\.pct_of_peak_sustained_active$,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,smsp__warps_active.avg.per_cycle_active,sm__cycles_elapsed.avg.per_second,gpu__time_duration.sum"
 n=0
 while read -r shape routing T fmt extra; do
@@ -23,7 +25,7 @@ while read -r shape routing T fmt extra; do
   n=$((n + 1))
   echo "== profile $n: $shape $routing T=$T $fmt $(date +%T)"
   # shellcheck disable=SC2086  # $extra: moe_bench flags, split on purpose
-  timeout 300 ncu --clock-control none --kernel-name "regex:$kernel" --launch-count 2 \
+  timeout 300 ncu --clock-control none --kernel-name "regex:$kernel" --launch-count "$count" \
     --section SpeedOfLight --section Occupancy --section LaunchStats --metrics "$metrics" \
     "$build/bin/moe_bench" --shape "$shape" --routing "$routing" --tokens "$T" --fmt "$fmt" \
     --sweep 0 --iters 2 ${extra:-} >"$out/ncu.$n.$shape.$fmt.T$T.txt" 2>&1
