@@ -1071,7 +1071,7 @@ TEST_F(MoeGroupedTest, DownActivationsByTmaAreBitIdentical) {
 
 // GroupedLaunch::x_pos: x's codes copied by position, gate_up's activation tile by one TMA box
 // too, against the producers' gather for both GEMMs; the copy ran once per call of the full
-// launch, never for the hybrid (its cases keep the gather: grouped_x_pos_launches).
+// launch, never for the hybrid (its cases keep the gather: grouped_x_pos_counts).
 TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
   if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
     GTEST_SKIP() << "wgmma needs sm_90";
@@ -1111,12 +1111,14 @@ TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
     Launch tma = gather;
     tma.down_act_tma = true;
     tma.x_pos = 1;
-    const int64_t before = grouped_x_pos_launches();
+    const GroupedXPosCounts before = grouped_x_pos_counts();
     const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, gather);
-    EXPECT_EQ(grouped_x_pos_launches(), before) << c.what << ": x_pos 0 copied x";
+    EXPECT_EQ(grouped_x_pos_counts().calls, before.calls)
+        << c.what << ": x_pos 0 took x by position";
     const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, tma);
     const bool hybrid = c.l.wgmma_min_tokens > 0;
-    EXPECT_EQ(grouped_x_pos_launches() - before, hybrid ? 0 : 1) << c.what;
+    EXPECT_EQ(grouped_x_pos_counts().calls - before.calls, hybrid ? 0 : 1) << c.what;
+    EXPECT_EQ(grouped_x_pos_counts().copies - before.copies, hybrid ? 0 : 1) << c.what;
     EXPECT_EQ(differing_floats(a, b), 0) << c.what << ": T " << c.T << " D " << c.D << " I " << c.I
                                          << " packed " << prepare_ << " shared " << shared_;
   };
@@ -1129,6 +1131,22 @@ TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
   shared_ = 1;
   run(cases[0]);  // ws
   run(cases[5]);  // pairs
+  // The shared expert run alone (CudaOps: 300 tokens, above moe_shared_fold_max_tokens, 2 I wide
+  // = 1024, prepared weights with tensor maps): one expert on every token's only slot, so gate_up
+  // maps x's codes in place (a call by position without a copy), within the reference's
+  // tolerance (check). The routed call (75 tokens per expert) keeps the gather.
+  const GroupedLaunch alone =
+      moe_shared_alone_launch(300, 512, 1024, GroupedFmt::kFp8Block, moe_limits(ops_->device()));
+  ASSERT_TRUE(alone.wgmma && alone.wgmma_tma && alone.fp8_act &&
+              grouped_x_pos(alone, 300, 1, 1, 1024))
+      << "the shared-alone launch no longer takes x by position at T 300: pick another case";
+  shared_ = 2;
+  prepare_ = true;
+  const GroupedXPosCounts before = grouped_x_pos_counts();
+  check(Fmt::kFp8, 300, 512, 512, 8, 2);
+  EXPECT_EQ(grouped_x_pos_counts().calls - before.calls, 1) << "shared expert alone";
+  EXPECT_EQ(grouped_x_pos_counts().copies, before.copies) << "shared expert alone: copied x";
+  prepare_ = false;
   shared_ = 0;
 }
 

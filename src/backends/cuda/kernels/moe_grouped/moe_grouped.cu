@@ -1,7 +1,6 @@
 // Launchers of the grouped routed-expert kernels: one switch maps (format, tokens per tile,
 // gate_up/down) onto the template instances; grids are persistent and sized from the device.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 
 #include "backends/cuda/cuda_check.h"
@@ -289,11 +288,6 @@ void launch_moe_quant_rows(const void* h, int64_t I, const int32_t* tiles, const
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/quant_rows");
 }
 
-namespace {
-std::atomic<int64_t> x_pos_launches{0};
-}  // namespace
-int64_t grouped_x_pos_launches() { return x_pos_launches.load(); }
-
 void launch_moe_x_pos(const uint8_t* xq, const int32_t* sorted_slot, int64_t rows, int K, int64_t D,
                       uint8_t* xs, int sm_count, Stream stream, bool pdl) {
   MOE_CHECK(D % 16 == 0 && reinterpret_cast<uintptr_t>(xq) % 16 == 0 &&
@@ -305,7 +299,6 @@ void launch_moe_x_pos(const uint8_t* xq, const int32_t* sorted_slot, int64_t row
            pdl, reinterpret_cast<const uint4*>(xq), sorted_slot, rows, K, D / 16,
            reinterpret_cast<uint4*>(xs));
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/x_pos");
-  ++x_pos_launches;
 }
 
 void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {

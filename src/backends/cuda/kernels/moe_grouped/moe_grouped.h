@@ -203,7 +203,9 @@ struct GroupedLaunch {
   // gate_up's activation tiles by TMA too (the full warp-specialized FP8 / pair launch, not the
   // hybrid or its split-K): after the grouping, moe_x_pos copies x's E4M3 codes by position into
   // GroupedScratch::out (free until down writes it; T * K rows of D bytes), and gate_up takes each
-  // tile as one TMA box like down (no cp.async gather, no proxy fence in its consumers).
+  // tile as one TMA box like down (no cp.async gather, no proxy fence in its consumers). With one
+  // expert taking every token's only slot (the shared expert run alone) positions are tokens:
+  // the map is over x's codes themselves, no copy.
   // Bit-identical (GateUpActivationsByPositionAreBitIdentical). -1: from 128 tokens per expert
   // and I >= 1024 (grouped_x_pos; the copy costs more than the gather below that: H100 glm5 /
   // dsv3 T 8192 2.7-3.2% faster, T 4096 level, TP8 T 8192 16% slower; docs/perf.md session 43);
@@ -550,8 +552,13 @@ void launch_moe_quant_rows(const void* h, int64_t I, const int32_t* tiles, const
 // GroupedLaunch::x_pos: xs[pos] = xq[sorted_slot[pos] / K], rows of D bytes.
 void launch_moe_x_pos(const uint8_t* xq, const int32_t* sorted_slot, int64_t rows, int K, int64_t D,
                       uint8_t* xs, int sm_count, Stream stream, bool pdl = false);
-// How many moe_x_pos launches this process made (tests: that gate_up took x by position).
-int64_t grouped_x_pos_launches();
+// This process's calls whose gate_up took x by position (GroupedLaunch::x_pos), and how many of
+// them copied x (moe_x_pos); the others read x's codes in place (one expert taking every token's
+// only slot: the shared expert run alone, where positions are tokens). For the tests.
+struct GroupedXPosCounts {
+  int64_t calls = 0, copies = 0;
+};
+GroupedXPosCounts grouped_x_pos_counts();
 // The tc GEMM (called by launch_moe_gemm when l.tc): BF16, Kd % 64 == 0, N % 64 (gate_up) or
 // N % 128 (down) == 0, 16-byte aligned activations, weights and outputs.
 void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -228,7 +229,11 @@ bool encode_act_tmap(const void* base, int64_t rows, int64_t cols, unsigned char
   std::memcpy(out, &map, 128);
   return true;
 }
+
+std::atomic<int64_t> x_pos_calls{0}, x_pos_copies{0};  // grouped_x_pos_counts
 }  // namespace
+
+GroupedXPosCounts grouped_x_pos_counts() { return {x_pos_calls.load(), x_pos_copies.load()}; }
 
 int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I) {
   if (!(l.hybrid_min_bytes > 0) || D <= 0 || I <= 0) return 0;
@@ -364,14 +369,22 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   gp.chunk_hist = reinterpret_cast<int32_t*>(s.h);
   gp.chunk_hist_bytes = T * KS * ge.I * 2;
   launch_moe_group(gp, stream, l.pdl);
-  // GroupedLaunch::x_pos: x's codes by position in out (free until down writes it).
-  uint8_t* xs = nullptr;
+  // GroupedLaunch::x_pos: x's codes by position in out (free until down writes it); in place
+  // when positions are tokens (the shared expert alone: expert 0 = E - 1 takes every token's only
+  // slot, whatever the ids say, in token order).
+  const uint8_t* xs = nullptr;
   if (f8 && grouped_x_pos(l, T, KS, ge.E, ge.I) && l.down_act_tma && l.wgmma && !hybrid &&
       l.wgmma_tma && ge.tmaps != nullptr && ge.fmt == GroupedFmt::kFp8Block &&
       split_counters == nullptr) {
-    xs = reinterpret_cast<uint8_t*>(s.out);
-    launch_moe_x_pos(q, s.sorted_slot, T * KS, static_cast<int>(KS), ge.D, xs, l.sm_count, stream,
-                     l.pdl);
+    if (ge.shared && ge.E == 1 && KS == 1) {
+      xs = q;
+    } else {
+      uint8_t* copy = reinterpret_cast<uint8_t*>(s.out);
+      launch_moe_x_pos(q, s.sorted_slot, T * KS, static_cast<int>(KS), ge.D, copy, l.sm_count,
+                       stream, l.pdl);
+      xs = copy;
+      ++x_pos_copies;
+    }
   }
 
   // Each GEMM: the configured kernel over `tiles`; with the hybrid also the warpgroup-MMA kernel
@@ -419,8 +432,10 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
         // leaves down on the producers' gather, which gives the same bits.
         p.act_tma = encode_act_tmap(hq, T * KS, ge.I, p.act_tmap);
       }
-      if (p.gate_up && xs != nullptr)  // x's codes by position (T * KS rows of D bytes)
+      if (p.gate_up && xs != nullptr) {  // x's codes by position (T * KS rows of D bytes)
         p.act_tma = encode_act_tmap(xs, T * KS, ge.D, p.act_tmap);
+        if (p.act_tma) ++x_pos_calls;
+      }
       p.pairs = pairs;
       p.narrow = hybrid ? grouped_hybrid_narrow(l, T) : grouped_wgmma_narrow(l, T, KS, ge.E);
     }
