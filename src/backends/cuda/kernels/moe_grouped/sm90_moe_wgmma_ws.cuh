@@ -255,7 +255,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   const uint32_t hdr = empty + 8 * kSt;  // stage st's header at hdr + st * kWsHdrBytes
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // Activations by TMA (MoeGemmParams::act_tma): down's, and gate_up's with GroupedLaunch::x_pos
-  const bool down_tma = !F4 && p.act_tma;
+  const bool act_tma = !F4 && p.act_tma;
   // Counts and indices in 32 bits (items, k-blocks < 2^31): fewer registers live into the roles.
   const int n_blocks = static_cast<int>(GU ? p.N / (BN / 2) : p.N / BN);
   // PAIRS: cluster items over the units, clusters of 2 consecutive CTAs.
@@ -374,7 +374,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
         // below), the block scales by cp.async (the arrivals after the copies).
         const uint32_t hd = hdr + stage * kWsHdrBytes;
         if (tid == 0) {
-          if (down_tma) {  // down's 128 activation rows from position pos0, by TMA
+          if (act_tma) {  // the 128 activation rows from position pos0, by TMA
             grouped::mbar_expect_tx(full + 8 * stage, kBM * 128);
             grouped::tma_load_2d(base, p.act_tmap, ks * 128, w.pos0, full + 8 * stage);
           }
@@ -400,7 +400,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
         hdr_copy<GU>(p, ht, hd, ks, ks + 1 == kb1);
 #pragma unroll
         for (int i = 0; i < kBM / 16; ++i)  // (narrow tiles, 64 tokens or fewer: rows 0..63)
-          if ((i < kBM / 32 || !narrow) && !down_tma)
+          if ((i < kBM / 32 || !narrow) && !act_tma)
             cp_async16(base + swz(r0 + 16 * i, ch), act + row[i] * p.Kd + ks * 128 + ch * 16);
         // The stage's full barrier counts this thread's arrival once its copies landed.
         cp_async_arrive_noinc(full + 8 * stage);
@@ -436,7 +436,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     auto acquire = [&](int st, uint32_t ph, int t0, uint64_t& da, uint64_t& db) {
       grouped::mbar_wait(full + 8 * st, ph);
       // the producers' cp.async (generic proxy) before the wgmma's reads (down by TMA: none)
-      if (!down_tma) fence_proxy_async();
+      if (!act_tma) fence_proxy_async();
       const uint32_t base = smem_s + st * kStageBytes<BN>;
       da = smem_desc(base + t0 * kRowBytes);
       db = smem_desc_sw64(base + kAStage);
