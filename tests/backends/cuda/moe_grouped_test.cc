@@ -1127,6 +1127,12 @@ TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
     for (const Case& c : cases) run(c);
   }
   prepare_ = false;
+  // Bad expert ids (NaN rows): their slots are not placed, so sorted_slot's tail is the scratch's
+  // poison, which the copy must not follow (memcheck would see the read, the result the rows).
+  bad_every_ = 3;
+  run(cases[0]);  // ws
+  run(cases[7]);  // pairs, odd chunks
+  bad_every_ = 0;
   // The shared expert riding along (expert E on slot K of every token: its rows by position too).
   shared_ = 1;
   run(cases[0]);  // ws

@@ -414,7 +414,9 @@ __global__ void __launch_bounds__(256)
 
 // GroupedLaunch::x_pos: x's E4M3 codes by position, xs[pos] = xq[sorted_slot[pos] / K]
 // (16-byte chunks; rows of D bytes), so gate_up's warp-specialized kernels take each activation
-// tile as one TMA box like down.
+// tile as one TMA box like down. Positions past the placed slots (slots with bad expert ids are
+// left out, so sorted_slot's tail holds whatever the scratch held) get zeros: no tile stores them
+// (a box's rows past its tile's count are computed and dropped), and no stale index is followed.
 __global__ void __launch_bounds__(256)
     moe_x_pos_kernel(const uint4* xq, const int32_t* sorted_slot, int64_t rows, int K,
                      int64_t row_chunks, uint4* xs) {
@@ -424,7 +426,9 @@ __global__ void __launch_bounds__(256)
   for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < n;
        u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t pos = u / row_chunks, c = u - pos * row_chunks;
-    xs[u] = xq[static_cast<int64_t>(sorted_slot[pos] / K) * row_chunks + c];
+    const int32_t slot = sorted_slot[pos];
+    xs[u] = slot >= 0 && slot < rows ? xq[static_cast<int64_t>(slot / K) * row_chunks + c]
+                                     : make_uint4(0, 0, 0, 0);
   }
 }
 
