@@ -35,6 +35,8 @@ bad "unknown --routing nope" --routing nope
 bad "unknown --layout x" --layout x
 bad "unknown flag --bogus" --bogus 1
 bad "--dyn 2: expected 0 or 1" --dyn 2
+bad "--x-pos 2: expected 0 or 1" --x-pos 2
+bad "--x-pos 2: expected 0 or 1" --ab "--x-pos 2"
 bad "--hybrid-gb -1: expected" --hybrid-gb -1
 bad "--hybrid-min x: expected" --hybrid-min x
 bad "--ab: --bogus is not a launch flag" --ab "--bogus 1"
