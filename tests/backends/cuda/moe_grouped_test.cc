@@ -139,9 +139,9 @@ class MoeGroupedTest : public ::testing::Test {
   // else experts one..one+K-1 for every token).
   enum class Routing { kRandom, kOne };
 
-  // A case of the FP8 warpgroup-MMA bit-identity tests (FusedHQuant, DownActivationsByTma): shape,
-  // routing, base launch, and which kernel runs it (TMA weights, warp-specialized, 2-CTA pairs,
-  // narrow instance).
+  // A case of the FP8 warpgroup-MMA bit-identity tests (FusedHQuant, DownActivationsByTma,
+  // GateUpActivationsByPosition): shape, routing, base launch, and which kernel runs it (TMA
+  // weights, warp-specialized, 2-CTA pairs, narrow instance).
   struct WgmmaCase {
     const char* what;
     int64_t T, D, I, E, K;
@@ -158,6 +158,31 @@ class MoeGroupedTest : public ::testing::Test {
       return x;
     }
   };
+
+  // The cases of the activations-by-TMA bit-identity tests (DownActivationsByTma,
+  // GateUpActivationsByPosition): the warp-specialized kernel (whole and narrow tiles), the 2-CTA
+  // pairs and the hybrid's big tiles; T * K not a multiple of 128, one expert holding everything,
+  // empty experts, h's codes from gate_up's epilogue and from moe_quant_rows ("rows").
+  static std::vector<WgmmaCase> act_tma_cases() {
+    const GroupedLaunch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+    const GroupedLaunch hy{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+    GroupedLaunch tc_rows = tc, hy_rows = hy;  // h quantized by moe_quant_rows
+    tc_rows.wgmma_hquant = hy_rows.wgmma_hquant = false;
+    return {
+        {"ws", 400, 768, 512, 4, 2, Routing::kRandom, tc, true, true, false, 0},
+        {"ws, h by moe_quant_rows", 400, 768, 512, 4, 2, Routing::kRandom, tc_rows, true, true,
+         false, 0},
+        {"ws narrow", 300, 256, 128, 8, 2, Routing::kRandom, tc, true, true, false, 1},
+        {"ws, one expert", 77, 512, 256, 8, 3, Routing::kOne, tc, true, true, false, 0},
+        {"ws, many experts", 1000, 256, 128, 64, 3, Routing::kRandom, tc, true, true, false, 0},
+        {"pairs", 700, 512, 256, 4, 2, Routing::kOne, tc, true, false, true, 0},
+        {"pairs narrow", 1000, 512, 256, 64, 3, Routing::kRandom, tc, true, false, true, 1},
+        {"pairs, odd chunks", 2500, 1024, 256, 16, 2, Routing::kRandom, tc, true, false, true, 0},
+        {"hybrid ws", 300, 384, 256, 8, 2, Routing::kRandom, hy, true, true, false, 0},
+        {"hybrid ws narrow", 200, 256, 128, 8, 2, Routing::kOne, hy, true, true, false, 1},
+        {"hybrid ws, h by moe_quant_rows", 300, 384, 256, 8, 2, Routing::kRandom, hy_rows, true,
+         true, false, 0}};
+  }
 
   // Returns y (host) for comparisons between launches.
   Tensor check(Fmt f, int64_t T, int64_t D, int64_t I, int64_t E, int64_t K,
@@ -1034,27 +1059,9 @@ TEST_F(MoeGroupedTest, FusedHQuantIsBitIdentical) {
 TEST_F(MoeGroupedTest, DownActivationsByTmaAreBitIdentical) {
   if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
     GTEST_SKIP() << "wgmma needs sm_90";
-  const Launch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
-  const Launch hy{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
-  Launch tc_rows = tc, hy_rows = hy;  // h quantized by moe_quant_rows
-  tc_rows.wgmma_hquant = hy_rows.wgmma_hquant = false;
-  const WgmmaCase cases[] = {
-      {"ws", 400, 768, 512, 4, 2, Routing::kRandom, tc, true, true, false, 0},
-      {"ws, h by moe_quant_rows", 400, 768, 512, 4, 2, Routing::kRandom, tc_rows, true, true, false,
-       0},
-      {"ws narrow", 300, 256, 128, 8, 2, Routing::kRandom, tc, true, true, false, 1},
-      {"ws, one expert", 77, 512, 256, 8, 3, Routing::kOne, tc, true, true, false, 0},
-      {"ws, many experts", 1000, 256, 128, 64, 3, Routing::kRandom, tc, true, true, false, 0},
-      {"pairs", 700, 512, 256, 4, 2, Routing::kOne, tc, true, false, true, 0},
-      {"pairs narrow", 1000, 512, 256, 64, 3, Routing::kRandom, tc, true, false, true, 1},
-      {"pairs, odd chunks", 2500, 1024, 256, 16, 2, Routing::kRandom, tc, true, false, true, 0},
-      {"hybrid ws", 300, 384, 256, 8, 2, Routing::kRandom, hy, true, true, false, 0},
-      {"hybrid ws narrow", 200, 256, 128, 8, 2, Routing::kOne, hy, true, true, false, 1},
-      {"hybrid ws, h by moe_quant_rows", 300, 384, 256, 8, 2, Routing::kRandom, hy_rows, true, true,
-       false, 0}};
   for (bool packed : {false, true}) {
     prepare_ = packed;
-    for (const WgmmaCase& c : cases) {
+    for (const WgmmaCase& c : act_tma_cases()) {
       Launch gather = c.launch();
       gather.down_act_tma = false;
       Launch tma = gather;
@@ -1075,39 +1082,11 @@ TEST_F(MoeGroupedTest, DownActivationsByTmaAreBitIdentical) {
 TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
   if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
     GTEST_SKIP() << "wgmma needs sm_90";
-  const Launch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
-  const Launch hy{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
-  struct Case {
-    const char* what;
-    int64_t T, D, I, E, K;
-    Routing r;
-    Launch l;
-    bool pairs;
-    int narrow;
-    bool hquant;
-  };
-  const Case cases[] = {
-      {"ws", 400, 768, 512, 4, 2, Routing::kRandom, tc, false, 0, true},
-      {"ws, h by moe_quant_rows", 400, 768, 512, 4, 2, Routing::kRandom, tc, false, 0, false},
-      {"ws narrow", 300, 256, 128, 8, 2, Routing::kRandom, tc, false, 1, true},
-      {"ws, one expert", 77, 512, 256, 8, 3, Routing::kOne, tc, false, 0, true},
-      {"ws, many experts", 1000, 256, 128, 64, 3, Routing::kRandom, tc, false, 0, true},
-      {"pairs", 700, 512, 256, 4, 2, Routing::kOne, tc, true, 0, true},
-      {"pairs narrow", 1000, 512, 256, 64, 3, Routing::kRandom, tc, true, 1, true},
-      {"pairs, odd chunks", 2500, 1024, 256, 16, 2, Routing::kRandom, tc, true, 0, true},
-      {"hybrid ws", 300, 384, 256, 8, 2, Routing::kRandom, hy, false, 0, true},
-      {"hybrid ws narrow", 200, 256, 128, 8, 2, Routing::kOne, hy, false, 1, true},
-      {"hybrid ws, h by moe_quant_rows", 300, 384, 256, 8, 2, Routing::kRandom, hy, false, 0,
-       false}};
-  auto run = [&](const Case& c) {
-    Launch gather = c.l;
+  const std::vector<WgmmaCase> cases = act_tma_cases();
+  auto run = [&](const WgmmaCase& c) {
+    Launch gather = c.launch();
     gather.down_act_tma = false;
     gather.x_pos = 0;
-    gather.wgmma_tma = true;
-    gather.wgmma_ws = !c.pairs;
-    gather.wgmma_pairs = c.pairs;
-    gather.wgmma_narrow = c.narrow;
-    gather.wgmma_hquant = c.hquant;
     Launch tma = gather;
     tma.down_act_tma = true;
     tma.x_pos = 1;
@@ -1124,7 +1103,7 @@ TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
   };
   for (bool packed : {false, true}) {
     prepare_ = packed;
-    for (const Case& c : cases) run(c);
+    for (const WgmmaCase& c : cases) run(c);
   }
   prepare_ = false;
   // Bad expert ids (NaN rows): their slots are not placed, so sorted_slot's tail is the scratch's
