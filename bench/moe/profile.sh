@@ -28,7 +28,7 @@ while read -r shape routing T fmt extra; do
   timeout 300 ncu --clock-control none --kernel-name "regex:$kernel" --launch-count "$count" \
     --section SpeedOfLight --section Occupancy --section LaunchStats --metrics "$metrics" \
     "$build/bin/moe_bench" --shape "$shape" --routing "$routing" --tokens "$T" --fmt "$fmt" \
-    --sweep 0 --iters 2 ${extra:-} >"$out/ncu.$n.$shape.$fmt.T$T.txt" 2>&1
+    --sweep 0 --iters 3 ${extra:-} >"$out/ncu.$n.$shape.$fmt.T$T.txt" 2>&1
   echo "   rc=$? $(grep -c 'gpu__time_duration' "$out/ncu.$n.$shape.$fmt.T$T.txt") kernels"
 done <<<"$sets"
 if command -v cuobjdump >/dev/null; then
