@@ -336,7 +336,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
         const uint32_t base = smem_s + stage * kStageBytes<BN>;
 #pragma unroll
         for (int i = 0; i < kBM / 16; ++i)
-          if (i < kBM / 32 || !narrow)
+          if (i < kBM / 32 || !narrow)  // (not zero-filled as below: it spills this producer)
             cp_async16(base + swz(r0 + 16 * i, ch), act + row[i] * p.Kd + ks * 128 + ch * 16);
         cp_async_arrive_noinc(full + 8 * stage);  // (covers raw copies issued before: older)
         issue_raw();
@@ -352,6 +352,11 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     cp_async_wait<0>();
   } else if (warp < 4) {
     // Producer. Thread t copies 16-byte chunk t % 8 of activation rows t / 8 + 16 i.
+    // Rows past the tile's count are zero-filled (cp.async with no source bytes), not copies of
+    // its last token: they are computed and dropped, and zeros cost the tensor cores less power
+    // and the L2 no reads (prefill runs at the 700 W limit: H100 sustained glm5 FP8 T 4096 on the
+    // gathers 2.5% faster, T 8192 level to 2%; docs/perf.md session 44). The TMA boxes (down's h,
+    // gate_up's x by position) still carry the next positions' rows there.
     setmaxnreg_dec<kProdRegs>();
     const uint8_t* act = static_cast<const uint8_t*>(p.act);
     const int ch = tid & 7, r0 = tid >> 3;
@@ -367,6 +372,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       for (int i = 0; i < kBM / 16; ++i)
         row[i] = static_cast<int32_t>(act_row<GU>(p, w.pos0, min(r0 + 16 * i, w.cnt - 1)));
       const HdrTok ht = hdr_token<GU>(p, row, r0, ch);
+      const int nv = w.cnt - r0;  // row i is a token of the tile if 16 i < nv
       for (int ks = kb0; ks < kb1; ++ks) {
         grouped::mbar_wait(empty + 8 * stage, ephase);
         const uint32_t base = smem_s + stage * kStageBytes<BN>;
@@ -401,7 +407,8 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
 #pragma unroll
         for (int i = 0; i < kBM / 16; ++i)  // (narrow tiles, 64 tokens or fewer: rows 0..63)
           if ((i < kBM / 32 || !narrow) && !act_tma)
-            cp_async16(base + swz(r0 + 16 * i, ch), act + row[i] * p.Kd + ks * 128 + ch * 16);
+            grouped::cp_async16_n(base + swz(r0 + 16 * i, ch),
+                                  act + row[i] * p.Kd + ks * 128 + ch * 16, 16 * i < nv ? 16 : 0);
         // The stage's full barrier counts this thread's arrival once its copies landed.
         cp_async_arrive_noinc(full + 8 * stage);
         if (++stage == kSt) stage = 0, ephase ^= 1u;
