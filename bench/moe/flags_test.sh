@@ -42,6 +42,9 @@ bad "--hybrid-min x: expected" --hybrid-min x
 bad "--ab: --bogus is not a launch flag" --ab "--bogus 1"
 bad "expected launch flags with their values" --ab "--dyn"
 bad "not with --sweep" --sweep 1 --ab "--dyn 0"
+bad "--ab-blocks 3: needs --ab" --ab-blocks 3 --sustain-ms 100
+bad "--ab-blocks 3: needs --ab" --ab-blocks 3 --ab "--dyn 0"
+bad "--ab-blocks -1: expected rounds" --ab-blocks -1
 bad "--shared with the expert-parallel shape glm5-ep8" --shape glm5-ep8 --shared 1
 bad "--json $tmp/no/such/dir/x.json: cannot write" --json "$tmp/no/such/dir/x.json"
 bad "--routing-dir $tmp/none: not a folder" --routing-dir "$tmp/none"

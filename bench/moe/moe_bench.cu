@@ -26,7 +26,7 @@
 //                  [--hybrid-pdl 0|1] [--hybrid-gb X] [--hybrid-share X] [--pdl-light 0|1]
 //                  [--split-k 0|1] [--hquant 0|1] [--nvf8 0|1] [--act-t 0|1] [--act-tma 0|1]
 //                  [--x-pos 0|1]
-//                  [--sustain-ms N] [--ab "LAUNCH FLAGS"]
+//                  [--sustain-ms N] [--ab "LAUNCH FLAGS"] [--ab-blocks N]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -78,6 +78,14 @@
 // and B's medians and the median of the per-replay ratios B / A (the table row is A's; --json adds
 // ab_us and ab_ratio). Separate calls of the same case differ by up to 2-5% at prefill and under
 // NVFP4's power limit (docs/perf.md).
+// --ab-blocks N (with --ab and --sustain-ms S): N rounds of blocks instead of single replays,
+// each round A held S ms then `iters` timed replays of A, then the same for B (B first in odd
+// rounds); the "ab" line gives the medians over the rounds of the blocks' medians and of the
+// rounds' B / A, and an "ab-blocks" line each round's B / A. For effects that act through the
+// power state: under the power limit (prefill, NVFP4 decode) the clock follows the average power
+// over many replays, so single-replay interleaving gives both variants the same clock and hides
+// a variant that draws less power (session 44: zero-filled padding rows, level interleaved, 2-5%
+// faster in sustained separate runs).
 // --sustain-ms N: before the timed replays of each case, replay it (L2 flush included) for N ms
 // of wall time, so the times are those of a GPU that has been under this load long enough for
 // its power limit to act (H200, docs/perf.md session 27: the NVFP4 ring reaches the 700 W cap
@@ -164,6 +172,7 @@ ConstTensorView dev_view(void* p, moe::Shape sh, DType dt) {
 bool g_row_major = false;  // --layout rowmajor
 int g_shared = 0;          // --shared 1 (folded) or 2 (apart)
 int g_sustain_ms = 0;      // --sustain-ms N (0: no sustained load before the timed replays)
+int g_ab_blocks = 0;       // --ab-blocks N (0: --ab alternates single replays)
 
 LaunchOverrides g_ov;    // the command line's
 LaunchOverrides g_ov_b;  // --ab: the command line's plus the --ab string's
@@ -336,7 +345,8 @@ int main(int argc, char** argv) {
       {"--pipe", -1, 1, "-1 (the heuristic's), 0 or 1", &force_pipe},
       {"--sweep", 0, 2, "0, 1 or 2", &sweep},
       {"--shared", 0, 2, "0, 1 (folded) or 2 (apart)", &g_shared},
-      {"--sustain-ms", 0, 600000, "milliseconds in 0..600000", &g_sustain_ms}};
+      {"--sustain-ms", 0, 600000, "milliseconds in 0..600000", &g_sustain_ms},
+      {"--ab-blocks", 0, 1000, "rounds in 0..1000", &g_ab_blocks}};
   for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h" || i + 1 >= argc) {
@@ -412,6 +422,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "--ab times one configuration per case: not with --sweep\n");
       return 2;
     }
+  }
+  if (g_ab_blocks > 0 && (!g_ab || g_sustain_ms == 0)) {
+    std::fprintf(stderr,
+                 "--ab-blocks %d: needs --ab \"FLAGS\" and --sustain-ms N > 0 (each block is "
+                 "held N ms before it is timed)\n",
+                 g_ab_blocks);
+    return 2;
   }
   // Validate every name before the first (slow) weight fill.
   std::vector<LayerShape> layer_shapes;
@@ -629,35 +646,72 @@ int main(int argc, char** argv) {
             const int nv = g_ab ? 2 : 1;
             std::vector<cudaEvent_t> ev(2 * nv * iters);
             for (auto& e : ev) CK(cudaEventCreate(&e));
-            if (g_sustain_ms > 0) {  // the load held before timing (--sustain-ms)
+            // The load held for ms of wall time (--sustain-ms): graph v0, or A and B alternating
+            // when v0 < 0.
+            auto hold = [&](int v0, int ms) {
               const auto t0 = std::chrono::steady_clock::now();
               while (
                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                      .count() < g_sustain_ms) {
+                      .count() < ms) {
                 for (int r = 0; r < 8; ++r) {
                   CK(cudaMemsetAsync(flush, r, flush_bytes, st));
-                  CK(cudaGraphLaunch(r % nv ? exec_b : exec, st));
+                  const int v = v0 >= 0 ? v0 : r % nv;
+                  CK(cudaGraphLaunch(v ? exec_b : exec, st));
                 }
                 CK(cudaStreamSynchronize(st));
               }
+            };
+            // --ab-blocks: rounds of [A held, A timed, B held, B timed] (B first in odd rounds);
+            // ms_ / ms_b hold each block's median, ratio the rounds' B / A.
+            std::vector<float> blk_a, blk_b;
+            if (g_ab_blocks > 0) {
+              std::vector<float> t(iters);
+              for (int rd = 0; rd < g_ab_blocks; ++rd)
+                for (int j = 0; j < 2; ++j) {
+                  const int v = (rd & 1) ? 1 - j : j;
+                  hold(v, g_sustain_ms);
+                  for (int it = -3; it < iters; ++it) {
+                    CK(cudaMemsetAsync(flush, it & 0xff, flush_bytes, st));
+                    if (it >= 0) CK(cudaEventRecord(ev[2 * it], st));
+                    CK(cudaGraphLaunch(v ? exec_b : exec, st));
+                    if (it >= 0) CK(cudaEventRecord(ev[2 * it + 1], st));
+                  }
+                  CK(cudaStreamSynchronize(st));
+                  for (int it = 0; it < iters; ++it)
+                    CK(cudaEventElapsedTime(&t[it], ev[2 * it], ev[2 * it + 1]));
+                  std::sort(t.begin(), t.end());
+                  (v ? blk_b : blk_a).push_back(t[iters / 2]);
+                }
+              CK(cudaGraphLaunch(exec, st));  // A runs last: its big-tile count below
+              CK(cudaStreamSynchronize(st));
+            } else {
+              if (g_sustain_ms > 0) hold(-1, g_sustain_ms);  // (--sustain-ms)
+              // Event pair (2 * (nv * it + v), + 1) times variant v (0 A, 1 B) of iteration it.
+              for (int it = -3; it < iters; ++it)
+                for (int j = 0; j < nv; ++j) {
+                  const int v = (it & 1) ? nv - 1 - j : j;  // A B, B A, ...
+                  CK(cudaMemsetAsync(flush, it & 0xff, flush_bytes, st));
+                  if (it >= 0) CK(cudaEventRecord(ev[2 * (nv * it + v)], st));
+                  CK(cudaGraphLaunch(v ? exec_b : exec, st));
+                  if (it >= 0) CK(cudaEventRecord(ev[2 * (nv * it + v) + 1], st));
+                }
+              if (g_ab) CK(cudaGraphLaunch(exec, st));  // A ran last: its big-tile count below
+              CK(cudaStreamSynchronize(st));
             }
-            // Event pair (2 * (nv * it + v), + 1) times variant v (0 A, 1 B) of iteration it.
-            for (int it = -3; it < iters; ++it)
-              for (int j = 0; j < nv; ++j) {
-                const int v = (it & 1) ? nv - 1 - j : j;  // A B, B A, ...
-                CK(cudaMemsetAsync(flush, it & 0xff, flush_bytes, st));
-                if (it >= 0) CK(cudaEventRecord(ev[2 * (nv * it + v)], st));
-                CK(cudaGraphLaunch(v ? exec_b : exec, st));
-                if (it >= 0) CK(cudaEventRecord(ev[2 * (nv * it + v) + 1], st));
-              }
-            if (g_ab) CK(cudaGraphLaunch(exec, st));  // A ran last: its big-tile count below
-            CK(cudaStreamSynchronize(st));
             // The hybrid's big-tile count (GroupedScratch::num_tiles[1], written by the grouping
             // only when the call has the hybrid; 0 when its gate kept every expert streaming).
             int32_t big = -1;
             if (grouped_hybrid(l, R)) CK(cudaMemcpy(&big, ntiles + 1, 4, cudaMemcpyDeviceToHost));
             std::vector<float> ms_(iters), ms_b(g_ab ? iters : 0), ratio(g_ab ? iters : 0);
-            for (int it = 0; it < iters; ++it) {
+            if (g_ab_blocks > 0) {
+              ms_ = blk_a, ms_b = blk_b, ratio.resize(g_ab_blocks);
+              for (int rd = 0; rd < g_ab_blocks; ++rd) ratio[rd] = blk_b[rd] / blk_a[rd];
+              std::printf("  ab-blocks %s %s %s T %lld: B / A per round", sname.c_str(),
+                          rname.c_str(), fname.c_str(), static_cast<long long>(T));
+              for (float r : ratio) std::printf(" %.4f", r);
+              std::printf("\n");
+            }
+            for (int it = 0; it < (g_ab_blocks > 0 ? 0 : iters); ++it) {
               CK(cudaEventElapsedTime(&ms_[it], ev[2 * nv * it], ev[2 * nv * it + 1]));
               if (g_ab) {
                 CK(cudaEventElapsedTime(&ms_b[it], ev[2 * (nv * it + 1)],
@@ -665,18 +719,22 @@ int main(int argc, char** argv) {
                 ratio[it] = ms_b[it] / ms_[it];
               }
             }
+            // (with --ab-blocks: medians over the rounds of the blocks' medians and ratios)
+            const size_t n_med = ms_.size();
             std::sort(ms_.begin(), ms_.end());
-            const double us = 1e3 * ms_[iters / 2];
+            const double us = 1e3 * ms_[n_med / 2];
             if (g_ab) {
               std::sort(ms_b.begin(), ms_b.end());
               std::sort(ratio.begin(), ratio.end());
-              ab_us = 1e3 * ms_b[iters / 2];
-              ab_ratio = ratio[iters / 2];
+              ab_us = 1e3 * ms_b[n_med / 2];
+              ab_ratio = ratio[n_med / 2];
               std::printf(
-                  "  ab %s %s %s T %lld: A %.1f us, B %.1f us, B/A %.4f (median of %d "
-                  "paired replays; B: %s)\n",
+                  "  ab %s %s %s T %lld: A %.1f us, B %.1f us, B/A %.4f (median of %d %s; B: "
+                  "%s)\n",
                   sname.c_str(), rname.c_str(), fname.c_str(), static_cast<long long>(T), us, ab_us,
-                  ab_ratio, iters, ab_flags.c_str());
+                  ab_ratio, static_cast<int>(n_med),
+                  g_ab_blocks > 0 ? "rounds of sustained blocks" : "paired replays",
+                  ab_flags.c_str());
             }
             if (us < best_us) best_us = us, best = cfg, best_big = big;
             if (cfg == heur) heur_us = us;
