@@ -646,6 +646,19 @@ int main(int argc, char** argv) {
             const int nv = g_ab ? 2 : 1;
             std::vector<cudaEvent_t> ev(2 * nv * iters);
             for (auto& e : ev) CK(cudaEventCreate(&e));
+            // One replay of graph v (0 A, 1 B) after an L2 flush, timed by the event pair e[0],
+            // e[1] unless e is null.
+            auto replay = [&](int v, int fill, const cudaEvent_t* e) {
+              CK(cudaMemsetAsync(flush, fill & 0xff, flush_bytes, st));
+              if (e != nullptr) CK(cudaEventRecord(e[0], st));
+              CK(cudaGraphLaunch(v ? exec_b : exec, st));
+              if (e != nullptr) CK(cudaEventRecord(e[1], st));
+            };
+            auto elapsed = [&](const cudaEvent_t* e) {
+              float ms = 0.f;
+              CK(cudaEventElapsedTime(&ms, e[0], e[1]));
+              return ms;
+            };
             // The load held for ms of wall time (--sustain-ms): graph v0, or A and B alternating
             // when v0 < 0.
             auto hold = [&](int v0, int ms) {
@@ -653,72 +666,59 @@ int main(int argc, char** argv) {
               while (
                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                       .count() < ms) {
-                for (int r = 0; r < 8; ++r) {
-                  CK(cudaMemsetAsync(flush, r, flush_bytes, st));
-                  const int v = v0 >= 0 ? v0 : r % nv;
-                  CK(cudaGraphLaunch(v ? exec_b : exec, st));
-                }
+                for (int r = 0; r < 8; ++r) replay(v0 >= 0 ? v0 : r % nv, r, nullptr);
                 CK(cudaStreamSynchronize(st));
               }
             };
-            // --ab-blocks: rounds of [A held, A timed, B held, B timed] (B first in odd rounds);
-            // ms_ / ms_b hold each block's median, ratio the rounds' B / A.
-            std::vector<float> blk_a, blk_b;
+            // A's and B's times and the ratios B / A: per paired replay, or with --ab-blocks each
+            // block's median and each round's ratio.
+            std::vector<float> ms_, ms_b, ratio;
             if (g_ab_blocks > 0) {
+              // Rounds of [A held, A timed, B held, B timed] (B first in odd rounds).
               std::vector<float> t(iters);
               for (int rd = 0; rd < g_ab_blocks; ++rd)
                 for (int j = 0; j < 2; ++j) {
                   const int v = (rd & 1) ? 1 - j : j;
                   hold(v, g_sustain_ms);
-                  for (int it = -3; it < iters; ++it) {
-                    CK(cudaMemsetAsync(flush, it & 0xff, flush_bytes, st));
-                    if (it >= 0) CK(cudaEventRecord(ev[2 * it], st));
-                    CK(cudaGraphLaunch(v ? exec_b : exec, st));
-                    if (it >= 0) CK(cudaEventRecord(ev[2 * it + 1], st));
-                  }
+                  for (int it = -3; it < iters; ++it)
+                    replay(v, it, it >= 0 ? &ev[2 * it] : nullptr);
                   CK(cudaStreamSynchronize(st));
-                  for (int it = 0; it < iters; ++it)
-                    CK(cudaEventElapsedTime(&t[it], ev[2 * it], ev[2 * it + 1]));
+                  for (int it = 0; it < iters; ++it) t[it] = elapsed(&ev[2 * it]);
                   std::sort(t.begin(), t.end());
-                  (v ? blk_b : blk_a).push_back(t[iters / 2]);
+                  (v ? ms_b : ms_).push_back(t[iters / 2]);
                 }
-              CK(cudaGraphLaunch(exec, st));  // A runs last: its big-tile count below
-              CK(cudaStreamSynchronize(st));
+              std::printf("  ab-blocks %s %s %s T %lld: B / A per round", sname.c_str(),
+                          rname.c_str(), fname.c_str(), static_cast<long long>(T));
+              for (int rd = 0; rd < g_ab_blocks; ++rd) {
+                ratio.push_back(ms_b[rd] / ms_[rd]);
+                std::printf(" %.4f", ratio.back());
+              }
+              std::printf("\n");
             } else {
-              if (g_sustain_ms > 0) hold(-1, g_sustain_ms);  // (--sustain-ms)
-              // Event pair (2 * (nv * it + v), + 1) times variant v (0 A, 1 B) of iteration it.
+              if (g_sustain_ms > 0) hold(-1, g_sustain_ms);
+              // Event pair 2 * (nv * it + v), + 1 times variant v of iteration it.
               for (int it = -3; it < iters; ++it)
                 for (int j = 0; j < nv; ++j) {
                   const int v = (it & 1) ? nv - 1 - j : j;  // A B, B A, ...
-                  CK(cudaMemsetAsync(flush, it & 0xff, flush_bytes, st));
-                  if (it >= 0) CK(cudaEventRecord(ev[2 * (nv * it + v)], st));
-                  CK(cudaGraphLaunch(v ? exec_b : exec, st));
-                  if (it >= 0) CK(cudaEventRecord(ev[2 * (nv * it + v) + 1], st));
+                  replay(v, it, it >= 0 ? &ev[2 * (nv * it + v)] : nullptr);
                 }
-              if (g_ab) CK(cudaGraphLaunch(exec, st));  // A ran last: its big-tile count below
+              CK(cudaStreamSynchronize(st));
+              for (int it = 0; it < iters; ++it) {
+                ms_.push_back(elapsed(&ev[2 * nv * it]));
+                if (g_ab) {
+                  ms_b.push_back(elapsed(&ev[2 * (nv * it + 1)]));
+                  ratio.push_back(ms_b.back() / ms_.back());
+                }
+              }
+            }
+            if (g_ab) {  // A runs last: its big-tile count below
+              CK(cudaGraphLaunch(exec, st));
               CK(cudaStreamSynchronize(st));
             }
             // The hybrid's big-tile count (GroupedScratch::num_tiles[1], written by the grouping
             // only when the call has the hybrid; 0 when its gate kept every expert streaming).
             int32_t big = -1;
             if (grouped_hybrid(l, R)) CK(cudaMemcpy(&big, ntiles + 1, 4, cudaMemcpyDeviceToHost));
-            std::vector<float> ms_(iters), ms_b(g_ab ? iters : 0), ratio(g_ab ? iters : 0);
-            if (g_ab_blocks > 0) {
-              ms_ = blk_a, ms_b = blk_b, ratio.resize(g_ab_blocks);
-              for (int rd = 0; rd < g_ab_blocks; ++rd) ratio[rd] = blk_b[rd] / blk_a[rd];
-              std::printf("  ab-blocks %s %s %s T %lld: B / A per round", sname.c_str(),
-                          rname.c_str(), fname.c_str(), static_cast<long long>(T));
-              for (float r : ratio) std::printf(" %.4f", r);
-              std::printf("\n");
-            }
-            for (int it = 0; it < (g_ab_blocks > 0 ? 0 : iters); ++it) {
-              CK(cudaEventElapsedTime(&ms_[it], ev[2 * nv * it], ev[2 * nv * it + 1]));
-              if (g_ab) {
-                CK(cudaEventElapsedTime(&ms_b[it], ev[2 * (nv * it + 1)],
-                                        ev[2 * (nv * it + 1) + 1]));
-                ratio[it] = ms_b[it] / ms_[it];
-              }
-            }
             // (with --ab-blocks: medians over the rounds of the blocks' medians and ratios)
             const size_t n_med = ms_.size();
             std::sort(ms_.begin(), ms_.end());
