@@ -294,6 +294,8 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_FALSE(moe_launch(w, sm90, f, 4).pdl_light) << moe_fmt_name(f);
     const GroupedLaunch small = moe_launch(d, sm90, f, 1);
     EXPECT_FALSE(small.pdl && small.pdl_light) << moe_fmt_name(f);
+    // gate_up's tile list before the wait: on (run_grouped_experts takes it where it applies).
+    EXPECT_TRUE(small.early_gate_up) << moe_fmt_name(f);
   }
   // 32 tokens per expert: BF16 and FP8 (E4M3 activations) take wgmma, NVFP4 keeps streaming
   // 32-token tiles with the hybrid (measured, moe_config.cc); 16 per expert: 32-token tiles for

@@ -1181,6 +1181,65 @@ TEST_F(MoeGroupedTest, HybridSplitKIsDeterministic) {
   prepare_ = false;
 }
 
+// GroupedLaunch::early_gate_up: gate_up's ring works out the tile list of <= 32 slots from the ids
+// and issues its first weight stages before griddepcontrol.wait. The same bits as with the
+// grouping kernel's list, for every ring instance (BF16 / FP8 / NVFP4 8- and 16-token tiles, the
+// NVFP4 two-step stages, items of two sub-blocks and bulk copies), at 4 to 32 slots, on a small
+// grid (several segments per warp, so the early stages cross items), with the shared expert
+// folded in (its slot last) and with bad ids (left out of both lists); above 32 slots the launch
+// does not take it.
+TEST_F(MoeGroupedTest, EarlyGateUpIsBitIdentical) {
+  if (ops_->device().cc_major < 9) GTEST_SKIP() << "programmatic dependent launch needs sm_90";
+  struct Case {
+    Fmt f;
+    int64_t T;
+    Launch l;
+    int sms = 0;
+    int64_t shared = 0, bad = 0;
+  };
+  std::vector<Case> cases;
+  for (Fmt f : kFmts)
+    for (int nb : {1, 2})
+      for (int64_t T : {1, 3, 8}) cases.push_back({f, T, Launch{.nb = nb, .pipelined = true}});
+  cases.push_back({Fmt::kBf16, 5, Launch{.nb = 1, .pipelined = true}, 2});
+  cases.push_back({Fmt::kFp8, 6, Launch{.nb = 1, .pipelined = true}, 3, 1});
+  cases.push_back({Fmt::kBf16, 6, Launch{.nb = 2, .pipelined = true}, 0, 1, 2});
+  cases.push_back({Fmt::kNvfp4, 8, Launch{.nb = 1, .pipelined = true}, 0, 0, 3});
+  cases.push_back({Fmt::kBf16, 9, Launch{.nb = 1, .pipelined = true}});  // 36 slots: not taken
+  {
+    Launch two{.nb = 1, .pipelined = true};
+    two.pipe_two_step = true;
+    cases.push_back({Fmt::kNvfp4, 2, two});
+    cases.push_back({Fmt::kNvfp4, 7, two, 2, 0, 0});
+    Launch r2{.nb = 1, .pipelined = true};
+    r2.pipe_r2 = 1;
+    cases.push_back({Fmt::kNvfp4, 4, r2, 3});
+  }
+  prepare_ = true;  // packed weights (the engine's layout; the NVFP4 ring's bulk copies need it)
+  for (const Case& c : cases) {
+    Launch off = c.l;
+    off.pdl_light = true;
+    off.cc = ops_->device().cc_major * 10 + ops_->device().cc_minor;
+    Launch on = off;
+    on.early_gate_up = true;
+    sm_override_ = c.sms;
+    shared_ = c.shared;
+    bad_every_ = c.bad;
+    const Tensor a = check(c.f, c.T, 512, 256, 8, 4, Routing::kRandom, off);
+    const int64_t before = grouped_early_gate_up_calls();
+    const Tensor b = check(c.f, c.T, 512, 256, 8, 4, Routing::kRandom, on);
+    const int64_t slots = c.T * (4 + (c.shared > 0 ? 1 : 0));
+    EXPECT_EQ(grouped_early_gate_up_calls() - before, slots <= 32 ? 1 : 0)
+        << name(c.f) << " T " << c.T << " nb " << c.l.nb;
+    EXPECT_EQ(differing_floats(a, b), 0) << name(c.f) << " T " << c.T << " nb " << c.l.nb << " sms "
+                                         << c.sms << " shared " << c.shared << " bad " << c.bad;
+  }
+  sm_override_ = 0;
+  shared_ = 0;
+  bad_every_ = 0;
+  prepare_ = false;
+}
+
 // Programmatic dependent launch (GroupedLaunch::pdl; the heuristic sets it for FP8 on sm_90):
 // every kernel of a call waits for its predecessor before it touches memory, so the results are
 // the same bits as without it, for every kernel family: register streaming, the ring with

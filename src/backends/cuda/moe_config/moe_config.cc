@@ -25,7 +25,7 @@ int MoeKernelConfig::regs_per_thread(GroupedFmt f) const {
       case GroupedFmt::kFp8Block:
         return nb <= 1 ? 120 : nb == 2 ? 128 : 184;
       case GroupedFmt::kNvfp4:
-        return nb <= 1 ? 128 : nb == 2 ? 128 : 208;  // nb 1: items of two sub-blocks (pipe_r2)
+        return nb <= 1 ? 128 : nb == 2 ? 128 : 200;  // nb 1: items of two sub-blocks (pipe_r2)
     }
   }
   switch (f) {  // moe_gemm_kernel
@@ -311,6 +311,12 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // The NVFP4 ring's dynamic split where a GEMM has >= 12 rounds of long items (run_grouped_experts
   // decides per GEMM, stream_k_dynamic; the NOTE there: glm5 / dsv3 T 64 / 128 0.5-2.7% faster).
   l.ring_dynamic = f == GroupedFmt::kNvfp4;
+  // gate_up's ring works out a call's tile list of <= 32 slots from the ids and issues its first
+  // weight stages before it waits for the grouping kernel (run_grouped_experts takes it only where
+  // gate_up has PDL). NOTE: measured on an H100 (docs/perf.md, 2026-12-05 session 45; moe_bench
+  // --ab "--early-gu 1", interleaved, T 1..3): TP8 FP8 T 1 / 2 1.7-2.3% faster (glm5 T 1 40.3 ->
+  // 39.3 us), NVFP4 T 1 / 2 0.3-1.2%, BF16 0-0.8%; level (within 0.9%) elsewhere.
+  l.early_gate_up = true;
   return l;
 }
 

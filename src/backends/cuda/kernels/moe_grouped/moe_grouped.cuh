@@ -68,6 +68,36 @@ struct Item {
   int vs;                 // uint4s from a lane's v-th activation load to its next (act_t: 4)
 };
 
+// GroupedLaunch::early_gate_up: the tile list of a call of <= 32 slots as moe_group_kernel builds
+// it (experts in increasing id order, ceil(count / tile tokens) tiles each; no big tiles, no pair
+// units: run_grouped_experts checks), worked out by one warp from the routing ids alone, so it
+// can be read before griddepcontrol.wait. Lane s holds slot s's expert; the first lane of each
+// expert (its leader) holds the expert's first tile and tile count.
+struct EarlyTiles {
+  int ee = -1, first = 0, nt = 0, n = 0;  // n: tiles of the call (= *num_tiles)
+  // Expert of tile q < n (every lane of the warp calls it).
+  __device__ __forceinline__ int expert(int64_t q) const {
+    const unsigned m = __ballot_sync(0xffffffffu, nt > 0 && q >= first && q < first + nt);
+    return __shfl_sync(0xffffffffu, ee, __ffs(m) - 1);
+  }
+};
+__device__ __forceinline__ EarlyTiles early_tiles(const MoeGemmParams& p, int lane) {
+  EarlyTiles r;
+  r.ee = lane < p.early_slots
+             ? slot_expert(p.early_ids, p.early_ids_stride, p.K, p.early_E, p.early_shared, lane)
+             : -1;
+  const unsigned same = __match_any_sync(0xffffffffu, r.ee);
+  const int tt = p.early_tile_tokens;
+  r.nt = r.ee >= 0 && lane == __ffs(same) - 1 ? (__popc(same) + tt - 1) / tt : 0;
+#pragma unroll 8
+  for (int j = 0; j < 32; ++j) {
+    const int v = __shfl_sync(0xffffffffu, r.ee, j), vn = __shfl_sync(0xffffffffu, r.nt, j);
+    if (v < r.ee) r.first += vn;  // leaders of lower experts (the others hold vn = 0)
+    r.n += vn;
+  }
+  return r;
+}
+
 template <GroupedFmt F, int NB, bool GU, int R = 1>
 __device__ __forceinline__ Item<NB> make_item(const MoeGemmParams& p, int64_t item,
                                               int64_t row_blocks, int g, int c) {
@@ -428,8 +458,17 @@ template <GroupedFmt F, int NB, bool GU, bool BULK = false, int R = 1, int SPS =
           bool DYN = false>
 __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     moe_gemm_pipe_kernel(const __grid_constant__ MoeGemmParams p) {
-  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
-  grouped::pdl_launch_dependents();
+  // GroupedLaunch::early_gate_up: the tile list from the routing ids, and the first weight stages
+  // issued, before the wait (below); otherwise the wait comes first.
+  const bool early = GU && !DYN && p.early_ids != nullptr;
+  bool pre = early;  // before the wait: the list is et's (then `tiles`, so et is dead in the loop)
+  EarlyTiles et;
+  if (early) {
+    et = early_tiles(p, threadIdx.x & 31);
+  } else {
+    grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
+    grouped::pdl_launch_dependents();
+  }
   static_assert(R == 1 || (F == GroupedFmt::kNvfp4 && !BULK));
   static_assert(SPS == 1 || (SPS == 2 && F == GroupedFmt::kNvfp4 && R == 1 && !BULK));
   using Tr = Fmt<F>;
@@ -451,7 +490,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   const int64_t row_blocks = p.N / (kSubRows * R);
   const int nsteps = static_cast<int>(p.Kd / Tr::kStepK);
   const int wid = blockIdx.x * wpb + (threadIdx.x >> 5), n_warps = gridDim.x * wpb,
-            n_items = static_cast<int>(*p.num_tiles * row_blocks);
+            n_items = static_cast<int>((early ? et.n : *p.num_tiles) * row_blocks);
   const StreamKSched sc(wid, n_warps, n_items, nsteps, kUnit);
   // GroupedLaunch::ring_dynamic: chunks claimed from p.sk_claim (the first one is the warp's
   // index); lane q < 8 of dq holds the chunk of the warp's segment j with j % 8 == q (the loader
@@ -499,7 +538,7 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     lk = s.kb;
     lke = s.ke;
     const int64_t tile = s.item / row_blocks, rb = s.item % row_blocks;
-    const int e = p.tiles[4 * tile];
+    const int e = pre ? et.expert(tile) : p.tiles[4 * tile];
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
       const int64_t rbase = rb * kSubRows * R + (GU ? 0 : 16 * t);
@@ -600,6 +639,11 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   };
 #pragma unroll
   for (int gr = 0; gr < kGroups - 1; ++gr) issue_group(gr * kB);
+  if (early) {  // the positions, activations and stream-K counters come from the grouping kernel
+    grouped::pdl_wait();
+    grouped::pdl_launch_dependents();
+    pre = false;
+  }
 
   int stage = 0;
   for (int j = 0; DYN || j < sc.nseg; ++j) {

@@ -238,6 +238,12 @@ struct GroupedLaunch {
   // early, would take shared memory and SM slots from gate_up's rings: why `pdl` costs NVFP4 and
   // BF16, session 20). Same bits either way.
   bool pdl_light = false;
+  // gate_up on the cp.async ring (fixed stream-K shares) with PDL after the grouping kernel, at
+  // most 32 slots (T * K): each warp works out the call's tile list from the routing ids itself
+  // (moe_group_kernel's one-warp placement, in registers) and issues its first weight stages before
+  // griddepcontrol.wait, so they load while the grouping kernel runs (weights need nothing of it;
+  // the activations and positions are read after the wait, as always). Same bits either way.
+  bool early_gate_up = false;
   // The NVFP4 ring's warps (8-token tiles) claim their work from a counter (StreamKDyn,
   // stream_k.h: whole items, then the last W / 4 items in pieces) instead of fixed stream-K
   // shares, where the GEMM has 12 rounds of items of >= 16 k-steps (stream_k_dynamic). Results
@@ -368,6 +374,16 @@ struct MoeGemmParams {
   // GroupedLaunch::ring_dynamic: the counter the ring's warps claim chunks from (zero at launch;
   // null: fixed shares).
   int32_t* sk_claim = nullptr;
+  // GroupedLaunch::early_gate_up (gate_up on the ring only): the routing ids of the grouping
+  // (MoeGroupParams::ids, ids_stride, E, shared) for the tile list a warp works out before
+  // griddepcontrol.wait; early_slots = T * K <= 32 and early_tile_tokens the list's tile size.
+  // null: the list is read after the wait.
+  const int32_t* early_ids = nullptr;
+  int64_t early_ids_stride = 0;
+  int early_E = 0;
+  bool early_shared = false;
+  int early_slots = 0;
+  int early_tile_tokens = 0;
   // FP8 warpgroup-MMA GEMM with FP8 activations: tensor maps (CUtensorMap, 128 bytes each, device
   // memory) of the weights, map of matrix m of expert e at tmap + (m * tmap_e + e) * 128 bytes
   // (grouped_weight_tmaps); null: the weights are copied by cp.async.
@@ -559,6 +575,9 @@ struct GroupedXPosCounts {
   int64_t calls = 0, copies = 0;
 };
 GroupedXPosCounts grouped_x_pos_counts();
+// This process's calls whose gate_up got the ids for its own tile list (GroupedLaunch::
+// early_gate_up). For the tests.
+int64_t grouped_early_gate_up_calls();
 // The tc GEMM (called by launch_moe_gemm when l.tc): BF16, Kd % 64 == 0, N % 64 (gate_up) or
 // N % 128 (down) == 0, 16-byte aligned activations, weights and outputs.
 void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);

@@ -39,12 +39,16 @@ struct Fmt<GroupedFmt::kNvfp4> {
 // combine). With p.shared, slot K-1 of every token is the shared expert E-1, and the routed ids
 // (K-1 columns) must lie in [0, E-1).
 // (T * K < 2^31, checked by launch_moe_group: 32-bit division.)
+__device__ __forceinline__ int32_t slot_expert(const int32_t* ids, int64_t ids_stride, int64_t K,
+                                               int64_t E, bool shared, int64_t s) {
+  const uint32_t t = static_cast<uint32_t>(s) / static_cast<uint32_t>(K),
+                 k = static_cast<uint32_t>(s) - t * static_cast<uint32_t>(K);
+  if (shared && k == K - 1) return static_cast<int32_t>(E - 1);
+  const int32_t e = ids[t * ids_stride + k];
+  return e >= 0 && e < E - (shared ? 1 : 0) ? e : -1;
+}
 __device__ __forceinline__ int32_t slot_expert(const MoeGroupParams& p, int64_t s) {
-  const uint32_t t = static_cast<uint32_t>(s) / static_cast<uint32_t>(p.K),
-                 k = static_cast<uint32_t>(s) - t * static_cast<uint32_t>(p.K);
-  if (p.shared && k == p.K - 1) return static_cast<int32_t>(p.E - 1);
-  const int32_t e = p.ids[t * p.ids_stride + k];
-  return e >= 0 && e < p.E - (p.shared ? 1 : 0) ? e : -1;
+  return slot_expert(p.ids, p.ids_stride, p.K, p.E, p.shared, s);
 }
 // Routing weight of slot s (1 on the shared expert's slot).
 __device__ __forceinline__ float slot_route_weight(const MoeGroupParams& p, int64_t s) {

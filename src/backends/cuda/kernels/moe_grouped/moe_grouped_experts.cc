@@ -231,9 +231,11 @@ bool encode_act_tmap(const void* base, int64_t rows, int64_t cols, unsigned char
 }
 
 std::atomic<int64_t> x_pos_calls{0}, x_pos_copies{0};  // grouped_x_pos_counts
+std::atomic<int64_t> early_gate_up_calls{0};           // grouped_early_gate_up_calls
 }  // namespace
 
 GroupedXPosCounts grouped_x_pos_counts() { return {x_pos_calls.load(), x_pos_copies.load()}; }
+int64_t grouped_early_gate_up_calls() { return early_gate_up_calls.load(); }
 
 int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I) {
   if (!(l.hybrid_min_bytes > 0) || D <= 0 || I <= 0) return 0;
@@ -480,6 +482,20 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
                                                static_cast<int>(Kd / 128), 1);
   };
   if (lg.pipe_r2 != 1 && dyn_for(ge.I, ge.D, 16)) p1.sk_claim = s.sk_counters + 2 * sk.warps;
+  // GroupedLaunch::early_gate_up: the ring kernel works the list out from the ids (one warp,
+  // moe_group_kernel's one-round placement) where the list is that placement's alone: at most 32
+  // slots, no big tiles (an expert holds at most T * KS slots), no pair units, one grouping
+  // block. The register-streaming kernel and the ring's dynamic instance ignore it.
+  if (l.early_gate_up && lg.pdl && !l.wgmma && T * KS <= 32 && !pairs &&
+      (gp.big_min <= 0 || gp.big_min > T * KS)) {
+    p1.early_ids = ids;
+    p1.early_ids_stride = ids_stride;
+    p1.early_E = static_cast<int>(ge.E);
+    p1.early_shared = ge.shared;
+    p1.early_slots = static_cast<int>(T * KS);
+    p1.early_tile_tokens = gp.tile_tokens;
+    ++early_gate_up_calls;
+  }
   gemm(p1, lg, s.sk_counters);
   if (f8 && !l.wgmma_hquant)  // h rows of the warpgroup-MMA tiles -> E4M3 (x's codes are done)
     launch_moe_quant_rows(s.h, ge.I, wg_tiles, wg_num, list_tiles(T * KS, ge.E, kGroupedBigTile), q,
