@@ -33,6 +33,7 @@ struct LaunchOverrides {
   int down_act_tma = -1;     // --act-tma 0|1 (GroupedLaunch::down_act_tma)
   int x_pos = -1;            // --x-pos 0|1 (GroupedLaunch::x_pos)
   int early_gu = -1;         // --early-gu 0|1 (GroupedLaunch::early_gate_up)
+  int group_warp = -1;       // --group-warp 0|1 (GroupedLaunch::group_one_warp)
   double hybrid_gb = -1;     // --hybrid-gb X (GroupedLaunch::hybrid_min_bytes / 1e9)
   double hybrid_share = -1;  // --hybrid-share X (GroupedLaunch::hybrid_min_share)
 
@@ -61,6 +62,7 @@ struct LaunchOverrides {
     if (down_act_tma >= 0) l.down_act_tma = down_act_tma == 1;
     if (x_pos >= 0) l.x_pos = x_pos;
     if (early_gu >= 0) l.early_gate_up = early_gu == 1;
+    if (group_warp >= 0) l.group_one_warp = group_warp == 1;
     if (hybrid_gb >= 0) l.hybrid_min_bytes = hybrid_gb * 1e9;
     if (hybrid_share >= 0) l.hybrid_min_share = hybrid_share;
     return l;
@@ -131,6 +133,7 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
                 : a == "--act-tma"    ? &o->down_act_tma
                 : a == "--x-pos"      ? &o->x_pos
                 : a == "--early-gu"   ? &o->early_gu
+                : a == "--group-warp" ? &o->group_warp
                                       : nullptr;
   if (flag01 == nullptr) return 0;
   if (v != "0" && v != "1") {

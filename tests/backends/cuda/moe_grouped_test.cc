@@ -1181,6 +1181,46 @@ TEST_F(MoeGroupedTest, HybridSplitKIsDeterministic) {
   prepare_ = false;
 }
 
+// GroupedLaunch::group_one_warp (on by default): the grouping of <= 32 slots by one warp gives the
+// block path's list and positions (check() compares the positions with the host's stable order;
+// here the results bit for bit): streaming and ring kernels, several tiles of one expert
+// (Routing::kOne, 8-token tiles), the shared expert, bad ids, one slot per token, 32 slots, and a
+// hybrid whose threshold the slots can reach (not taken there).
+TEST_F(MoeGroupedTest, GroupOneWarpIsBitIdentical) {
+  struct Case {
+    Fmt f;
+    int64_t T, K;
+    Routing r;
+    Launch l;
+    int64_t shared = 0, bad = 0;
+  };
+  std::vector<Case> cases = {
+      {Fmt::kBf16, 1, 4, Routing::kRandom, Launch{.nb = 1}},
+      {Fmt::kFp8, 3, 4, Routing::kRandom, Launch{.nb = 1, .pipelined = true}},
+      {Fmt::kNvfp4, 8, 4, Routing::kRandom, Launch{.nb = 2, .pipelined = true}},
+      {Fmt::kBf16, 20, 1, Routing::kOne, Launch{.nb = 1}},  // 3 tiles of one expert
+      {Fmt::kFp8, 6, 4, Routing::kRandom, Launch{.nb = 1}, 1},
+      {Fmt::kNvfp4, 7, 4, Routing::kRandom, Launch{.nb = 1, .pipelined = true}, 0, 2},
+      {Fmt::kBf16, 32, 1, Routing::kRandom, Launch{.nb = 2}},
+  };
+  if (ops_->device().cc_major == 9 && ops_->device().cc_minor == 0)  // the hybrid (wgmma)
+    cases.push_back({Fmt::kFp8, 16, 2, Routing::kOne, Launch{.nb = 2, .wgmma_min_tokens = 12}});
+  for (const Case& c : cases) {
+    Launch off = c.l;
+    off.group_one_warp = false;
+    Launch on = c.l;
+    on.group_one_warp = true;
+    shared_ = c.shared;
+    bad_every_ = c.bad;
+    const Tensor a = check(c.f, c.T, 256, 128, 8, c.K, c.r, off);
+    const Tensor b = check(c.f, c.T, 256, 128, 8, c.K, c.r, on);
+    EXPECT_EQ(differing_floats(a, b), 0)
+        << name(c.f) << " T " << c.T << " K " << c.K << " shared " << c.shared << " bad " << c.bad;
+  }
+  shared_ = 0;
+  bad_every_ = 0;
+}
+
 // GroupedLaunch::early_gate_up: gate_up's ring works out the tile list of <= 32 slots from the ids
 // and issues its first weight stages before griddepcontrol.wait. The same bits as with the
 // grouping kernel's list, for every ring instance (BF16 / FP8 / NVFP4 8- and 16-token tiles, the

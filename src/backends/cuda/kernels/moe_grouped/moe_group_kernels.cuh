@@ -151,10 +151,44 @@ __global__ void __launch_bounds__(kGroupThreads)
   place_slots(p, lo, min(lo + kGroupChunkSlots, p.T * p.K), cur, wcnt);
 }
 
+// MoeGroupParams::one_warp (at most 32 slots, no big tiles, no pair units): one warp builds what
+// block 0 builds below, in registers. Lane s holds slot s's expert; the first lane of each expert
+// (its leader) its slot count and tile count; every lane sums those of the lower experts' leaders
+// (its expert's first position and first tile), so the list and the positions are the block
+// path's: experts in increasing id order, an expert's slots in increasing slot order.
+__device__ __forceinline__ void group_one_warp(const MoeGroupParams& p) {
+  const int lane = threadIdx.x & 31;
+  const int32_t ee = lane < p.T * p.K ? slot_expert(p, lane) : -1;
+  const unsigned same = __match_any_sync(0xffffffffu, ee);
+  const bool lead = ee >= 0 && lane == __ffs(same) - 1;
+  const int c = __popc(same), tt = p.tile_tokens;
+  const int lc = lead ? c : 0, lnt = lead ? (c + tt - 1) / tt : 0;
+  int off = 0, first = 0, n = 0;
+#pragma unroll 8
+  for (int j = 0; j < 32; ++j) {
+    const int v = __shfl_sync(0xffffffffu, ee, j), vc = __shfl_sync(0xffffffffu, lc, j),
+              vn = __shfl_sync(0xffffffffu, lnt, j);
+    if (v < ee) off += vc, first += vn;  // (non-leaders hold 0)
+    n += vn;
+  }
+  if (lane == 0) {
+    *p.num_tiles = n;
+    if (p.big_min > 0) *p.num_big = 0;
+  }
+  int4* list = reinterpret_cast<int4*>(p.tiles);
+  for (int j = 0; j < lnt; ++j)
+    list[first + j] = make_int4(ee, off + j * tt, min(tt, c - j * tt), 0);
+  if (ee >= 0) p.sorted_slot[off + __popc(same & ((1u << lane) - 1u))] = lane;
+}
+
 __global__ void __launch_bounds__(kGroupThreads)
     moe_group_kernel(const __grid_constant__ MoeGroupParams p) {
   grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
   grouped::pdl_launch_dependents();
+  if (blockIdx.x == 0 && p.one_warp) {
+    if (threadIdx.x < 32) group_one_warp(p);
+    return;
+  }
   if (blockIdx.x == 0) {
     __shared__ int cnt[kMaxGroupedExperts], cur[kMaxGroupedExperts], off[kMaxGroupedExperts];
     __shared__ int2 red[32], total;

@@ -220,6 +220,9 @@ void launch_moe_group(const MoeGroupParams& p, Stream stream, bool pdl) {
             (p.D % 128 == 0 && p.xq_scale != nullptr && reinterpret_cast<uintptr_t>(p.xq) % 8 == 0))
       << "moe_group: FP8 activations need D % 128 == 0 (D " << p.D
       << "), scales and 8-byte aligned codes";
+  MOE_CHECK(!p.one_warp ||
+            (p.T * p.K <= 32 && !p.pair_units && (p.big_min <= 0 || p.big_min > p.T * p.K)))
+      << "moe_group: the one-warp grouping takes at most 32 slots, no pair units and no big tiles";
   MOE_CHECK(!p.pair_units || (p.tile_tokens == 128 && p.big_min == 0))
       << "moe_group: pair units need 128-token tiles and no big tiles (tile_tokens "
       << p.tile_tokens << ", big_min " << p.big_min << ")";

@@ -244,6 +244,12 @@ struct GroupedLaunch {
   // griddepcontrol.wait, so they load while the grouping kernel runs (weights need nothing of it;
   // the activations and positions are read after the wait, as always). Same bits either way.
   bool early_gate_up = false;
+  // The grouping of a call of at most 32 slots where no expert can take big tiles (no hybrid, or
+  // its threshold above the slot count) and the list holds no pair units: warp 0 of the grouping
+  // kernel's block 0 builds the list and the positions alone, in registers (match mask and
+  // shuffles; the same list and order), where block 0 otherwise counts, scans and places with
+  // 512 threads and ~10 block barriers. On by default; off only to measure against that path.
+  bool group_one_warp = true;
   // The NVFP4 ring's warps (8-token tiles) claim their work from a counter (StreamKDyn,
   // stream_k.h: whole items, then the last W / 4 items in pieces) instead of fixed stream-K
   // shares, where the GEMM has 12 rounds of items of >= 16 k-steps (stream_k_dynamic). Results
@@ -299,6 +305,9 @@ struct MoeGroupParams {
   // kLone (each CTA computes it for its own n-blocks). The record is {expert, first position,
   // tokens of the chunk, kind}.
   bool pair_units = false;
+  // GroupedLaunch::group_one_warp (run_grouped_experts sets it only where it applies: T * K <= 32,
+  // no big tile possible, no pair units).
+  bool one_warp = false;
   // Hybrid (big_min > 0): experts with at least big_min tokens get tiles of kGroupedBigTile tokens
   // in a second list (big_tiles, *num_big) for the warpgroup-MMA GEMM; the others get
   // tile_tokens-wide tiles in `tiles`. Grouped positions stay one contiguous order over both.

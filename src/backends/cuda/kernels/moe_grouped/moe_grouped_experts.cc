@@ -334,6 +334,8 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
                      ge.tmaps != nullptr && gp.tile_tokens == 128 && ge.I % 256 == 0 &&
                      ge.D % 512 == 0;
   gp.pair_units = pairs;
+  gp.one_warp =
+      l.group_one_warp && T * KS <= 32 && !pairs && (gp.big_min <= 0 || gp.big_min > T * KS);
   const GroupedSkSizes sk = grouped_sk_sizes(l);
   if (sk.warps > 0) {
     MOE_CHECK(s.sk_counters != nullptr && s.sk_partials != nullptr)
