@@ -156,6 +156,9 @@ __global__ void __launch_bounds__(kGroupThreads)
 // (its leader) its slot count and tile count; every lane sums those of the lower experts' leaders
 // (its expert's first position and first tile), so the list and the positions are the block
 // path's: experts in increasing id order, an expert's slots in increasing slot order.
+// early_tiles (moe_grouped.cuh, GroupedLaunch::early_gate_up) computes the same in gate_up's ring
+// without the positions; a change to one is a change to both (kept apart: merged, ptxas schedules
+// both kernels differently, and each was validated on the GPU as it is).
 __device__ __forceinline__ void group_one_warp(const MoeGroupParams& p) {
   const int lane = threadIdx.x & 31;
   const int32_t ee = lane < p.T * p.K ? slot_expert(p, lane) : -1;

@@ -72,7 +72,8 @@ struct Item {
 // it (experts in increasing id order, ceil(count / tile tokens) tiles each; no big tiles, no pair
 // units: run_grouped_experts checks), worked out by one warp from the routing ids alone, so it
 // can be read before griddepcontrol.wait. Lane s holds slot s's expert; the first lane of each
-// expert (its leader) holds the expert's first tile and tile count.
+// expert (its leader) holds the expert's first tile and tile count. The same computation as
+// group_one_warp's (moe_group_kernels.cuh), which also places the slots: change both together.
 struct EarlyTiles {
   int ee = -1, first = 0, nt = 0, n = 0;  // n: tiles of the call (= *num_tiles)
   // Expert of tile q < n (every lane of the warp calls it).
