@@ -334,8 +334,10 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
                      ge.tmaps != nullptr && gp.tile_tokens == 128 && ge.I % 256 == 0 &&
                      ge.D % 512 == 0;
   gp.pair_units = pairs;
-  gp.one_warp =
-      l.group_one_warp && T * KS <= 32 && !pairs && (gp.big_min <= 0 || gp.big_min > T * KS);
+  // A list one warp can build in registers (group_one_warp, early_gate_up): at most 32 slots, no
+  // pair units, no big tiles (an expert holds at most T * KS slots).
+  const bool warp_list = T * KS <= 32 && !pairs && (gp.big_min <= 0 || gp.big_min > T * KS);
+  gp.one_warp = l.group_one_warp && warp_list;
   const GroupedSkSizes sk = grouped_sk_sizes(l);
   if (sk.warps > 0) {
     MOE_CHECK(s.sk_counters != nullptr && s.sk_partials != nullptr)
@@ -484,12 +486,10 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
                                                static_cast<int>(Kd / 128), 1);
   };
   if (lg.pipe_r2 != 1 && dyn_for(ge.I, ge.D, 16)) p1.sk_claim = s.sk_counters + 2 * sk.warps;
-  // GroupedLaunch::early_gate_up: the ring kernel works the list out from the ids (one warp,
-  // moe_group_kernel's one-round placement) where the list is that placement's alone: at most 32
-  // slots, no big tiles (an expert holds at most T * KS slots), no pair units, one grouping
-  // block. The register-streaming kernel and the ring's dynamic instance ignore it.
-  if (l.early_gate_up && lg.pdl && !l.wgmma && T * KS <= 32 && !pairs &&
-      (gp.big_min <= 0 || gp.big_min > T * KS)) {
+  // GroupedLaunch::early_gate_up: the ring kernel works the list out from the ids where one warp
+  // can (warp_list) and gate_up waits for the grouping by PDL. The register-streaming kernel and
+  // the ring's dynamic instance ignore it.
+  if (l.early_gate_up && lg.pdl && !l.wgmma && warp_list) {
     p1.early_ids = ids;
     p1.early_ids_stride = ids_stride;
     p1.early_E = static_cast<int>(ge.E);
