@@ -117,13 +117,23 @@
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
 #include "backends/cuda/moe_config/moe_config.h"
 #include "launch_flags.h"
+#include "replay_timing.h"
+#include "routing.h"
 
 namespace {
 
 using moe::bench::fill;
+using moe::bench::find_shape;
+using moe::bench::global_routing;
 using moe::bench::LaunchOverrides;
+using moe::bench::LayerShape;
+using moe::bench::local_routing;
+using moe::bench::LocalRouting;
+using moe::bench::median;
 using moe::bench::parse_int_in_range;
 using moe::bench::parse_launch_flag;
+using moe::bench::ReplayTimes;
+using moe::bench::time_replays;
 
 using namespace moe;
 using namespace moe::cuda;
@@ -139,25 +149,6 @@ std::vector<std::string> split(const std::string& s) {
   std::stringstream ss(s);
   for (std::string t; std::getline(ss, t, ',');) out.push_back(t);
   return out;
-}
-
-struct LayerShape {
-  std::string name;
-  int64_t D, I, E, K;  // E: experts on the measured GPU
-  int64_t E_global;    // experts routed over (E < E_global: expert parallel)
-};
-
-bool find_shape(std::string name, LayerShape* out) {
-  if (name == "tp8") name = "glm5-tp8";
-  if (name == "ep8") name = "glm5-ep8";
-  for (const LayerShape& s :
-       {LayerShape{"glm5", 6144, 2048, 256, 8, 256}, LayerShape{"dsv3", 7168, 2048, 256, 8, 256},
-        LayerShape{"glm5-tp8", 6144, 256, 256, 8, 256},
-        LayerShape{"dsv3-tp8", 7168, 256, 256, 8, 256},
-        LayerShape{"glm5-ep8", 6144, 2048, 32, 8, 256},
-        LayerShape{"dsv3-ep8", 7168, 2048, 32, 8, 256}})
-    if (s.name == name) return *out = s, true;
-  return false;
 }
 
 struct Layer {  // device weights of all experts of one layer
@@ -241,88 +232,6 @@ void make_layer(Layer& L) {
 void free_layer(Layer& L) {
   for (void* p : L.bufs) CK(cudaFree(p));
   L.bufs.clear();
-}
-
-// Global routing: ids [T, K], K distinct experts of E per token.
-//   uniform: partial Fisher-Yates (the same draws as earlier runs of this bench);
-//   zipf<s>: Plackett-Luce draw without replacement with popularity 1/(rank+1)^s (Gumbel top-K);
-//   hot<N>:  every token takes K distinct experts of the N hottest (N >= K).
-// Popularity rank r is expert perm[r] (a fixed random permutation, the same for every T).
-bool global_routing(const std::string& kind, int64_t T, int64_t E, int64_t K, uint32_t seed,
-                    std::vector<int32_t>* out) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t>& ids = *out;
-  ids.assign(T * K, 0);
-  std::vector<int32_t> all(E), perm(E);
-  std::iota(perm.begin(), perm.end(), 0);
-  std::shuffle(perm.begin(), perm.end(), std::mt19937(77));
-  if (kind == "uniform") {
-    for (int64_t t = 0; t < T; ++t) {
-      std::iota(all.begin(), all.end(), 0);
-      for (int64_t k = 0; k < K; ++k) {  // partial Fisher-Yates
-        std::uniform_int_distribution<int64_t> d(k, E - 1);
-        std::swap(all[k], all[d(rng)]);
-        ids[t * K + k] = all[k];
-      }
-    }
-    return true;
-  }
-  if (kind.rfind("zipf", 0) == 0) {
-    char* end = nullptr;
-    const double sz = std::strtod(kind.c_str() + 4, &end);
-    if (end == kind.c_str() + 4 || *end != 0 || !(sz >= 0) || sz > 10) return false;
-    std::vector<double> logp(E), key(E);
-    for (int64_t r = 0; r < E; ++r) logp[r] = -sz * std::log(static_cast<double>(r + 1));
-    std::uniform_real_distribution<double> u(1e-12, 1.0);
-    std::vector<int32_t> order(E);
-    for (int64_t t = 0; t < T; ++t) {
-      for (int64_t r = 0; r < E; ++r) key[r] = logp[r] - std::log(-std::log(u(rng)));
-      std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + K, order.end(),
-                        [&](int32_t a, int32_t b) { return key[a] > key[b]; });
-      for (int64_t k = 0; k < K; ++k) ids[t * K + k] = perm[order[k]];
-    }
-    return true;
-  }
-  if (kind.rfind("hot", 0) == 0) {
-    const int64_t n = std::atoll(kind.c_str() + 3);
-    if (n < K || n > E) return false;
-    std::vector<int32_t> hot(perm.begin(), perm.begin() + n);
-    for (int64_t t = 0; t < T; ++t) {
-      for (int64_t k = 0; k < K; ++k) {
-        std::uniform_int_distribution<int64_t> d(k, n - 1);
-        std::swap(hot[k], hot[d(rng)]);
-        ids[t * K + k] = hot[k];
-      }
-    }
-    return true;
-  }
-  return false;
-}
-
-// What the measured GPU's kernels see: rows x k ids in [0, E), and the experts it touches.
-struct LocalRouting {
-  std::vector<int32_t> ids;
-  int64_t rows = 0, k = 0, unique = 0, rank = 0;
-};
-
-LocalRouting local_routing(const LayerShape& sh, const std::vector<int32_t>& global, int64_t T) {
-  LocalRouting r;
-  if (sh.E == sh.E_global) {
-    r.ids = global;
-    r.rows = T;
-    r.k = sh.K;
-  } else {  // expert parallel: the busiest rank's assignments, one row each (see the top)
-    std::vector<int64_t> per_rank(sh.E_global / sh.E, 0);
-    for (int32_t e : global) ++per_rank[e / sh.E];
-    r.rank = std::max_element(per_rank.begin(), per_rank.end()) - per_rank.begin();
-    for (int32_t e : global)
-      if (e / sh.E == r.rank) r.ids.push_back(static_cast<int32_t>(e - r.rank * sh.E));
-    r.rows = static_cast<int64_t>(r.ids.size());
-    r.k = 1;
-  }
-  r.unique = static_cast<int64_t>(std::set<int32_t>(r.ids.begin(), r.ids.end()).size());
-  return r;
 }
 
 }  // namespace
@@ -647,74 +556,10 @@ int main(int argc, char** argv) {
             // A's (A B, then B A, ...), so both see the same clocks and power state.
             if (g_ab)
               exec_b = capture(g_ov_b.apply(moe_launch(cfg, lim, L.fmt, R, ge->E)), &graph_b);
-            const int nv = g_ab ? 2 : 1;
-            std::vector<cudaEvent_t> ev(2 * nv * iters);
-            for (auto& e : ev) CK(cudaEventCreate(&e));
-            // One replay of graph v (0 A, 1 B) after an L2 flush, timed by the event pair e[0],
-            // e[1] unless e is null.
-            auto replay = [&](int v, int fill, const cudaEvent_t* e) {
-              CK(cudaMemsetAsync(flush, fill & 0xff, flush_bytes, st));
-              if (e != nullptr) CK(cudaEventRecord(e[0], st));
-              CK(cudaGraphLaunch(v ? exec_b : exec, st));
-              if (e != nullptr) CK(cudaEventRecord(e[1], st));
-            };
-            auto elapsed = [&](const cudaEvent_t* e) {
-              float ms = 0.f;
-              CK(cudaEventElapsedTime(&ms, e[0], e[1]));
-              return ms;
-            };
-            // The load held for ms of wall time (--sustain-ms): graph v0, or A and B alternating
-            // when v0 < 0.
-            auto hold = [&](int v0, int ms) {
-              const auto t0 = std::chrono::steady_clock::now();
-              while (
-                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                      .count() < ms) {
-                for (int r = 0; r < 8; ++r) replay(v0 >= 0 ? v0 : r % nv, r, nullptr);
-                CK(cudaStreamSynchronize(st));
-              }
-            };
-            // A's and B's times and the ratios B / A: per paired replay, or with --ab-blocks each
-            // block's median and each round's ratio.
-            std::vector<float> ms_, ms_b, ratio;
-            if (g_ab_blocks > 0) {
-              // Rounds of [A held, A timed, B held, B timed] (B first in odd rounds).
-              std::vector<float> t(iters);
-              for (int rd = 0; rd < g_ab_blocks; ++rd)
-                for (int j = 0; j < 2; ++j) {
-                  const int v = (rd & 1) ? 1 - j : j;
-                  hold(v, g_sustain_ms);
-                  for (int it = -3; it < iters; ++it)
-                    replay(v, it, it >= 0 ? &ev[2 * it] : nullptr);
-                  CK(cudaStreamSynchronize(st));
-                  for (int it = 0; it < iters; ++it) t[it] = elapsed(&ev[2 * it]);
-                  std::sort(t.begin(), t.end());
-                  (v ? ms_b : ms_).push_back(t[iters / 2]);
-                }
-              std::printf("  ab-blocks %s %s %s T %lld: B / A per round", sname.c_str(),
-                          rname.c_str(), fname.c_str(), static_cast<long long>(T));
-              for (int rd = 0; rd < g_ab_blocks; ++rd) {
-                ratio.push_back(ms_b[rd] / ms_[rd]);
-                std::printf(" %.4f", ratio.back());
-              }
-              std::printf("\n");
-            } else {
-              if (g_sustain_ms > 0) hold(-1, g_sustain_ms);
-              // Event pair 2 * (nv * it + v), + 1 times variant v of iteration it.
-              for (int it = -3; it < iters; ++it)
-                for (int j = 0; j < nv; ++j) {
-                  const int v = (it & 1) ? nv - 1 - j : j;  // A B, B A, ...
-                  replay(v, it, it >= 0 ? &ev[2 * (nv * it + v)] : nullptr);
-                }
-              CK(cudaStreamSynchronize(st));
-              for (int it = 0; it < iters; ++it) {
-                ms_.push_back(elapsed(&ev[2 * nv * it]));
-                if (g_ab) {
-                  ms_b.push_back(elapsed(&ev[2 * (nv * it + 1)]));
-                  ratio.push_back(ms_b.back() / ms_.back());
-                }
-              }
-            }
+            const std::string label = sname + " " + rname + " " + fname + " T " + std::to_string(T);
+            // (with --ab-blocks: medians over the rounds of the blocks' medians and ratios)
+            ReplayTimes rt = time_replays({st, exec, exec_b, flush, flush_bytes}, iters,
+                                          g_sustain_ms, g_ab_blocks, label);
             if (g_ab) {  // A runs last: its big-tile count below
               CK(cudaGraphLaunch(exec, st));
               CK(cudaStreamSynchronize(st));
@@ -723,22 +568,14 @@ int main(int argc, char** argv) {
             // only when the call has the hybrid; 0 when its gate kept every expert streaming).
             int32_t big = -1;
             if (grouped_hybrid(l, R)) CK(cudaMemcpy(&big, ntiles + 1, 4, cudaMemcpyDeviceToHost));
-            // (with --ab-blocks: medians over the rounds of the blocks' medians and ratios)
-            const size_t n_med = ms_.size();
-            std::sort(ms_.begin(), ms_.end());
-            const double us = 1e3 * ms_[n_med / 2];
+            const double us = 1e3 * median(rt.a);
             if (g_ab) {
-              std::sort(ms_b.begin(), ms_b.end());
-              std::sort(ratio.begin(), ratio.end());
-              ab_us = 1e3 * ms_b[n_med / 2];
-              ab_ratio = ratio[n_med / 2];
-              std::printf(
-                  "  ab %s %s %s T %lld: A %.1f us, B %.1f us, B/A %.4f (median of %d %s; B: "
-                  "%s)\n",
-                  sname.c_str(), rname.c_str(), fname.c_str(), static_cast<long long>(T), us, ab_us,
-                  ab_ratio, static_cast<int>(n_med),
-                  g_ab_blocks > 0 ? "rounds of sustained blocks" : "paired replays",
-                  ab_flags.c_str());
+              ab_us = 1e3 * median(rt.b);
+              ab_ratio = median(rt.ratio);
+              std::printf("  ab %s: A %.1f us, B %.1f us, B/A %.4f (median of %d %s; B: %s)\n",
+                          label.c_str(), us, ab_us, ab_ratio, static_cast<int>(rt.a.size()),
+                          g_ab_blocks > 0 ? "rounds of sustained blocks" : "paired replays",
+                          ab_flags.c_str());
             }
             if (us < best_us) best_us = us, best = cfg, best_big = big;
             if (cfg == heur) heur_us = us;
@@ -753,7 +590,6 @@ int main(int argc, char** argv) {
               CK(cudaGraphExecDestroy(exec_b));
               CK(cudaGraphDestroy(graph_b));
             }
-            for (auto& e : ev) CK(cudaEventDestroy(e));
             CK(cudaGraphExecDestroy(exec));
             CK(cudaGraphDestroy(graph));
           }
