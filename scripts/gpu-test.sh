@@ -99,11 +99,12 @@ if [ "$sanitize" = 1 ] || [ "$sanitize" = moe ]; then
   # The warpgroup-MMA GEMM's cp.async ring, its tile lists and gathered rows (and the hybrid);
   # the streaming GEMM's stream-K partial sums and arrival counters; the shared expert's slot;
   # gate_up's ring with its first stages issued before the wait (EarlyGateUp); the one-warp
-  # grouping (GroupOneWarp).
+  # grouping (GroupOneWarp); NVFP4 computed in FP8 with its activation tiles by TMA
+  # (F4ActivationsByTma: the F4 producers' full barrier counts them as bytes).
   for tool in memcheck racecheck; do
     step "compute-sanitizer $tool: moe_grouped_tests (warpgroup-MMA GEMM, stream-K)"
     timeout 250 compute-sanitizer --tool $tool --error-exitcode 9 "$build/bin/moe_grouped_tests" \
-      --gtest_filter='*WarpgroupMmaSmall*:*StreamKSmall*:*PackKernel*:*SharedExpertSmall*:*Fp8ActivationQuantization*:*EarlyGateUp*:*GroupOneWarp*' \
+      --gtest_filter='*WarpgroupMmaSmall*:*StreamKSmall*:*PackKernel*:*SharedExpertSmall*:*Fp8ActivationQuantization*:*EarlyGateUp*:*GroupOneWarp*:*F4ActivationsByTma*' \
       >"$logs/$tool-wgmma.log" 2>&1 || status=1
     grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/$tool-wgmma.log" | tail -n 5 |
       tee -a "$logs/summary.txt"

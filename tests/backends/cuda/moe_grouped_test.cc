@@ -184,6 +184,17 @@ class MoeGroupedTest : public ::testing::Test {
          true, false, 0}};
   }
 
+  // The two launches of the activations-by-TMA tests: the producers' gather, and the TMA boxes
+  // (down's h, gate_up's x by position where the launch takes it).
+  static std::pair<GroupedLaunch, GroupedLaunch> gather_and_boxes(GroupedLaunch l) {
+    l.down_act_tma = false;
+    l.x_pos = 0;
+    GroupedLaunch boxes = l;
+    boxes.down_act_tma = true;
+    boxes.x_pos = 1;
+    return {l, boxes};
+  }
+
   // Returns y (host) for comparisons between launches.
   Tensor check(Fmt f, int64_t T, int64_t D, int64_t I, int64_t E, int64_t K,
                Routing r = Routing::kRandom, std::optional<GroupedLaunch> launch = std::nullopt) {
@@ -1084,12 +1095,7 @@ TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
     GTEST_SKIP() << "wgmma needs sm_90";
   const std::vector<WgmmaCase> cases = act_tma_cases();
   auto run = [&](const WgmmaCase& c) {
-    Launch gather = c.launch();
-    gather.down_act_tma = false;
-    gather.x_pos = 0;
-    Launch tma = gather;
-    tma.down_act_tma = true;
-    tma.x_pos = 1;
+    const auto [gather, tma] = gather_and_boxes(c.launch());
     const GroupedXPosCounts before = grouped_x_pos_counts();
     const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, gather);
     EXPECT_EQ(grouped_x_pos_counts().calls, before.calls)
@@ -1133,6 +1139,60 @@ TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
   EXPECT_EQ(grouped_x_pos_counts().copies, before.copies) << "shared expert alone: copied x";
   prepare_ = false;
   shared_ = 0;
+}
+
+// NVFP4 computed in FP8 (the F4 kernel, GroupedLaunch::nvfp4_f8) with its activation tiles by
+// TMA: down's h (down_act_tma) and gate_up's x by position (x_pos) give the bits of its producers'
+// gather: whole and narrow tiles, h from gate_up's epilogue and from moe_quant_rows, one expert
+// holding everything, many experts, T * K not a multiple of 128, packed and row-major weights, and
+// the hybrid's big tiles (down only: the hybrid keeps gate_up's gather). The counts say which
+// launches took the boxes.
+TEST_F(MoeGroupedTest, F4ActivationsByTmaAreBitIdentical) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  Launch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+  tc.nvfp4_f8 = true;
+  Launch tc_rows = tc;  // h quantized by moe_quant_rows
+  tc_rows.wgmma_hquant = false;
+  Launch hy{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+  hy.nvfp4_f8 = true;
+  hy.wgmma_ws = true;
+  struct Case {
+    const char* what;
+    int64_t T, D, I, E, K;
+    Routing r;
+    Launch l;
+    int narrow;
+  };
+  const Case cases[] = {
+      {"f4", 400, 768, 512, 4, 2, Routing::kRandom, tc, 0},
+      {"f4, h by moe_quant_rows", 400, 768, 512, 4, 2, Routing::kRandom, tc_rows, 0},
+      {"f4 narrow", 300, 256, 128, 8, 2, Routing::kRandom, tc, 1},
+      {"f4, one expert", 77, 512, 256, 8, 3, Routing::kOne, tc, 0},
+      {"f4, many experts", 1000, 256, 128, 64, 3, Routing::kRandom, tc, 0},
+      {"f4 hybrid", 200, 512, 640, 8, 2, Routing::kOne, hy, -1},
+      {"f4 hybrid narrow", 60, 512, 640, 8, 2, Routing::kOne, hy, -1}};
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (const Case& c : cases) {
+      Launch l = c.l;
+      l.wgmma_narrow = c.narrow;
+      const auto [gather, tma] = gather_and_boxes(l);
+      const GroupedXPosCounts before = grouped_x_pos_counts();
+      const Tensor a = check(Fmt::kNvfp4, c.T, c.D, c.I, c.E, c.K, c.r, gather);
+      const GroupedXPosCounts mid = grouped_x_pos_counts();
+      EXPECT_EQ(mid.calls, before.calls) << c.what << ": the gather took x by position";
+      EXPECT_EQ(mid.f4_down, before.f4_down) << c.what << ": the gather took h by TMA";
+      const Tensor b = check(Fmt::kNvfp4, c.T, c.D, c.I, c.E, c.K, c.r, tma);
+      const GroupedXPosCounts after = grouped_x_pos_counts();
+      const bool hybrid = c.l.wgmma_min_tokens > 0;
+      EXPECT_EQ(after.calls - mid.calls, hybrid ? 0 : 1) << c.what << ": x by position";
+      EXPECT_EQ(after.f4_down - mid.f4_down, 1) << c.what << ": h by TMA";
+      EXPECT_EQ(differing_floats(a, b), 0)
+          << c.what << ": T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+    }
+  }
+  prepare_ = false;
 }
 
 // The hybrid's gate_up split along k where its items fill less than half the GPU

@@ -198,17 +198,21 @@ struct GroupedLaunch {
   // proxy fence in down's consumers (every operand then comes through the async proxy).
   // Bit-identical to the gather (DownActivationsByTmaAreBitIdentical); glm5 / dsv3 FP8 prefill
   // T 4096 / 8192 2.1-2.6% faster, hot experts in decode 1-2% (docs/perf.md, session 41).
+  // NVFP4 computed in FP8 (the F4 kernel, nvfp4_f8) takes the box too (its weights stay the
+  // producers' stores, so its consumers keep the fence; its full barrier then counts one arrival
+  // per producer thread, after its stores, and the box's bytes): F4ActivationsByTmaAreBitIdentical;
+  // with x_pos below, H100 glm5 / dsv3 / EP8 T 4096 / 8192 5-7% faster (docs/perf.md, session 46).
   // false: the gather (kept for the test and for A/B).
   bool down_act_tma = true;
-  // gate_up's activation tiles by TMA too (the full warp-specialized FP8 / pair launch, not the
-  // hybrid or its split-K): after the grouping, moe_x_pos copies x's E4M3 codes by position into
-  // GroupedScratch::out (free until down writes it; T * K rows of D bytes), and gate_up takes each
-  // tile as one TMA box like down (no cp.async gather, no proxy fence in its consumers). With one
-  // expert taking every token's only slot (the shared expert run alone) positions are tokens:
-  // the map is over x's codes themselves, no copy.
-  // Bit-identical (GateUpActivationsByPositionAreBitIdentical). -1: from 128 tokens per expert
-  // and I >= 1024 (grouped_x_pos; the copy costs more than the gather below that: H100 glm5 /
-  // dsv3 T 8192 2.7-3.2% faster, T 4096 level, TP8 T 8192 16% slower; docs/perf.md session 43);
+  // gate_up's activation tiles by TMA too (the full warp-specialized FP8 / pair launch and the
+  // full F4 launch, not the hybrid or its split-K): after the grouping, moe_x_pos copies x's E4M3
+  // codes by position into GroupedScratch::out (free until down writes it; T * K rows of D bytes),
+  // and gate_up takes each tile as one TMA box like down (no cp.async gather, no proxy fence in its
+  // consumers). With one expert taking every token's only slot (the shared expert run alone)
+  // positions are tokens: the map is over x's codes themselves, no copy. Bit-identical
+  // (GateUpActivationsByPositionAreBitIdentical). -1: from 128 tokens per expert and I >= 1024
+  // (grouped_x_pos; the copy costs more than the gather below that: H100 glm5 / dsv3
+  // T 8192 2.7-3.2% faster, T 4096 level, TP8 T 8192 16% slower; docs/perf.md session 43);
   // 0 / 1 force.
   int x_pos = -1;
   // The hybrid's gate_up (every format's warpgroup-MMA kernel; not BF16's narrow big tiles on the
@@ -404,7 +408,8 @@ struct MoeGemmParams {
   bool narrow = false;
   // GroupedLaunch::down_act_tma: down's activation tiles by TMA from act_tmap (a 2-D map of
   // h's E4M3 codes, T * K rows by position x I bytes, 128-byte swizzle, boxes of 128 rows x 128
-  // bytes), encoded per call by the host; the warp-specialized FP8 / pair kernels only.
+  // bytes), encoded per call by the host; the warp-specialized FP8 / pair kernels and the F4
+  // kernel (NVFP4 computed in FP8).
   bool act_tma = false;
   alignas(64) unsigned char act_tmap[128] = {};
   // Split-K of the hybrid's gate_up on the warpgroup-MMA kernels (the 256-thread one and the
@@ -579,9 +584,11 @@ void launch_moe_x_pos(const uint8_t* xq, const int32_t* sorted_slot, int64_t row
                       uint8_t* xs, int sm_count, Stream stream, bool pdl = false);
 // This process's calls whose gate_up took x by position (GroupedLaunch::x_pos), and how many of
 // them copied x (moe_x_pos); the others read x's codes in place (one expert taking every token's
-// only slot: the shared expert run alone, where positions are tokens). For the tests.
+// only slot: the shared expert run alone, where positions are tokens); and the down launches of
+// NVFP4 computed in FP8 (the F4 kernel) that took h by TMA (GroupedLaunch::down_act_tma). For the
+// tests.
 struct GroupedXPosCounts {
-  int64_t calls = 0, copies = 0;
+  int64_t calls = 0, copies = 0, f4_down = 0;
 };
 GroupedXPosCounts grouped_x_pos_counts();
 // This process's calls whose gate_up got the ids for its own tile list (GroupedLaunch::

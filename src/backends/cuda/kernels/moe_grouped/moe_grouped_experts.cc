@@ -230,11 +230,14 @@ bool encode_act_tmap(const void* base, int64_t rows, int64_t cols, unsigned char
   return true;
 }
 
-std::atomic<int64_t> x_pos_calls{0}, x_pos_copies{0};  // grouped_x_pos_counts
-std::atomic<int64_t> early_gate_up_calls{0};           // grouped_early_gate_up_calls
+// grouped_x_pos_counts
+std::atomic<int64_t> x_pos_calls{0}, x_pos_copies{0}, f4_down_tma_calls{0};
+std::atomic<int64_t> early_gate_up_calls{0};  // grouped_early_gate_up_calls
 }  // namespace
 
-GroupedXPosCounts grouped_x_pos_counts() { return {x_pos_calls.load(), x_pos_copies.load()}; }
+GroupedXPosCounts grouped_x_pos_counts() {
+  return {x_pos_calls.load(), x_pos_copies.load(), f4_down_tma_calls.load()};
+}
 int64_t grouped_early_gate_up_calls() { return early_gate_up_calls.load(); }
 
 int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I) {
@@ -379,9 +382,12 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // when positions are tokens (the shared expert alone: expert 0 = E - 1 takes every token's only
   // slot, whatever the ids say, in token order).
   const uint8_t* xs = nullptr;
-  if (f8 && grouped_x_pos(l, T, KS, ge.E, ge.I) && l.down_act_tma && l.wgmma && !hybrid &&
-      l.wgmma_tma && ge.tmaps != nullptr && ge.fmt == GroupedFmt::kFp8Block &&
-      split_counters == nullptr) {
+  // NVFP4 with FP8 activations (f8) runs on the F4 kernel, which takes the boxes as FP8's
+  // warp-specialized kernels do (its weights come from its producers, not tensor maps).
+  const bool f4 = f8 && ge.fmt == GroupedFmt::kNvfp4;
+  const bool ws_f8 = f8 && ge.fmt == GroupedFmt::kFp8Block && l.wgmma_tma && ge.tmaps != nullptr;
+  if ((ws_f8 || f4) && grouped_x_pos(l, T, KS, ge.E, ge.I) && l.down_act_tma && l.wgmma &&
+      !hybrid && split_counters == nullptr) {
     if (ge.shared && ge.E == 1 && KS == 1) {
       xs = q;
     } else {
@@ -433,10 +439,12 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
         p.tmap = static_cast<const uint8_t*>(ge.tmaps) + (p.gate_up ? 0 : 2 * ge.E * 128);
         p.tmap_e = ge.E;
       }
-      if (!p.gate_up && l.down_act_tma && p.tmap != nullptr && ge.fmt == GroupedFmt::kFp8Block) {
+      if (!p.gate_up && l.down_act_tma &&
+          (f4 || (p.tmap != nullptr && ge.fmt == GroupedFmt::kFp8Block))) {
         // A map the driver refuses (it should not: h is 256-byte aligned, I a multiple of 128)
         // leaves down on the producers' gather, which gives the same bits.
         p.act_tma = encode_act_tmap(hq, T * KS, ge.I, p.act_tmap);
+        if (p.act_tma && f4) ++f4_down_tma_calls;
       }
       if (p.gate_up && xs != nullptr) {  // x's codes by position (T * KS rows of D bytes)
         p.act_tma = encode_act_tmap(xs, T * KS, ge.D, p.act_tmap);

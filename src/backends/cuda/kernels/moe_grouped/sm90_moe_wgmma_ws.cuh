@@ -255,7 +255,11 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   const uint32_t hdr = empty + 8 * kSt;  // stage st's header at hdr + st * kWsHdrBytes
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // Activations by TMA (MoeGemmParams::act_tma): down's, and gate_up's with GroupedLaunch::x_pos
-  const bool act_tma = !F4 && p.act_tma;
+  // (F4 too: one box instead of 8 copies per producer thread and stage; its weights stay generic
+  // stores, so its consumers keep the proxy fence). Spelled as a conjunction on purpose: the FP8
+  // instances then keep their SASS (a plain `p.act_tma` changes the narrow instances' predicate
+  // code and spills by a few bytes).
+  const bool act_tma = (F4 || !F4) && p.act_tma;
   // Counts and indices in 32 bits (items, k-blocks < 2^31): fewer registers live into the roles.
   const int n_blocks = static_cast<int>(GU ? p.N / (BN / 2) : p.N / BN);
   // PAIRS: cluster items over the units, clusters of 2 consecutive CTAs.
@@ -270,8 +274,9 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   const int n_units = n_items * S;
   if (tid == 0) {
     for (int st = 0; st < kSt; ++st) {
-      // The producer threads + the TMA arrival (F4: the producer threads twice, copies and stores).
-      grouped::mbar_init(full + 8 * st, F4 ? 256 : 128 + 1);
+      // The producer threads + the TMA arrival (F4: the producer threads twice, copies and stores;
+      // with the activations by TMA once, after their stores: the boxes count as bytes).
+      grouped::mbar_init(full + 8 * st, F4 ? (act_tma ? 128 : 256) : 128 + 1);
       grouped::mbar_init(empty + 8 * st, PAIRS ? 16 : 8);  // the consumers' warps (both CTAs)
     }
     grouped::mbar_init_fence();
@@ -329,16 +334,26 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       const bool narrow = NARROW && w.cnt <= 64;
       int32_t row[kBM / 16];
 #pragma unroll
-      for (int i = 0; i < kBM / 16; ++i)
-        row[i] = static_cast<int32_t>(act_row<GU>(p, w.pos0, min(r0 + 16 * i, w.cnt - 1)));
+      for (int i = 0; i < kBM / 16; ++i)  // (by TMA: not needed, no sorted_slot loads)
+        row[i] =
+            act_tma ? 0 : static_cast<int32_t>(act_row<GU>(p, w.pos0, min(r0 + 16 * i, w.cnt - 1)));
       for (int ks = 0; ks < ksteps; ++ks) {
         grouped::mbar_wait(empty + 8 * stage, ephase);
         const uint32_t base = smem_s + stage * kStageBytes<BN>;
+        if (act_tma) {  // the 128 activation rows from position pos0, by TMA (thread 0)
+          if (tid == 0) {
+            grouped::mbar_expect_tx(full + 8 * stage, kBM * 128);
+            grouped::tma_load_2d(base, p.act_tmap, ks * 128, w.pos0, full + 8 * stage);
+          }
+        } else {
 #pragma unroll
-        for (int i = 0; i < kBM / 16; ++i)
-          if (i < kBM / 32 || !narrow)  // (not zero-filled as below: it spills this producer)
-            cp_async16(base + swz(r0 + 16 * i, ch), act + row[i] * p.Kd + ks * 128 + ch * 16);
-        cp_async_arrive_noinc(full + 8 * stage);  // (covers raw copies issued before: older)
+          for (int i = 0; i < kBM / 16; ++i)
+            if (i < kBM / 32 || !narrow)  // (not zero-filled as below: it spills this producer)
+              cp_async16(base + swz(r0 + 16 * i, ch), act + row[i] * p.Kd + ks * 128 + ch * 16);
+        }
+        // The gather's arrival once its copies landed (it also waits for the raw copies issued
+        // before, a job ahead; by TMA there is none, and no such wait).
+        if (!act_tma) cp_async_arrive_noinc(full + 8 * stage);
         issue_raw();
         cp_async_wait<kF4RawStages - 1>();  // this job's raw stage has landed
         f4_dequant(t, tid, raw + rs * kF4RawBytes, base + kAStage, lut);
@@ -443,7 +458,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     auto acquire = [&](int st, uint32_t ph, int t0, uint64_t& da, uint64_t& db) {
       grouped::mbar_wait(full + 8 * st, ph);
       // the producers' cp.async (generic proxy) before the wgmma's reads (down by TMA: none)
-      if (!act_tma) fence_proxy_async();
+      if (F4 || !act_tma) fence_proxy_async();
       const uint32_t base = smem_s + st * kStageBytes<BN>;
       da = smem_desc(base + t0 * kRowBytes);
       db = smem_desc_sw64(base + kAStage);
