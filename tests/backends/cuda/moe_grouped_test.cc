@@ -1192,6 +1192,24 @@ TEST_F(MoeGroupedTest, F4ActivationsByTmaAreBitIdentical) {
           << c.what << ": T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
     }
   }
+  // The shared expert run alone (CudaOps: 300 tokens, 2 I = 1024 wide, prepared weights): one
+  // expert on every token's only slot, so F4's gate_up maps x's codes in place (a call by
+  // position without a copy), within the reference's tolerance (check).
+  const GroupedLaunch alone =
+      moe_shared_alone_launch(300, 512, 1024, GroupedFmt::kNvfp4, moe_limits(ops_->device()));
+  ASSERT_TRUE(alone.wgmma && alone.nvfp4_f8 && alone.fp8_act && alone.down_act_tma &&
+              grouped_x_pos(alone, 300, 1, 1, 1024))
+      << "the NVFP4 shared-alone launch no longer runs F4 with x by position at T 300: pick "
+         "another case";
+  shared_ = 2;
+  prepare_ = true;
+  const GroupedXPosCounts before = grouped_x_pos_counts();
+  check(Fmt::kNvfp4, 300, 512, 512, 8, 2);
+  const GroupedXPosCounts after = grouped_x_pos_counts();
+  EXPECT_EQ(after.calls - before.calls, 1) << "shared expert alone: x not by position";
+  EXPECT_EQ(after.copies, before.copies) << "shared expert alone: copied x";
+  EXPECT_GE(after.f4_down - before.f4_down, 1) << "shared expert alone: h not by TMA";
+  shared_ = 0;
   prepare_ = false;
 }
 
