@@ -256,10 +256,10 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // Activations by TMA (MoeGemmParams::act_tma): down's, and gate_up's with GroupedLaunch::x_pos
   // (F4 too: one box instead of 8 copies per producer thread and stage; its weights stay generic
-  // stores, so its consumers keep the proxy fence). Spelled as a conjunction on purpose: the FP8
-  // instances then keep their SASS (a plain `p.act_tma` changes the narrow instances' predicate
-  // code and spills by a few bytes).
-  const bool act_tma = (F4 || !F4) && p.act_tma;
+  // stores, so its consumers keep the proxy fence). `!!` on purpose: with it the FP8 instances keep
+  // their SASS of before F4 took the boxes (a plain `p.act_tma` changes the narrow instances'
+  // predicate code and their spills by a few bytes).
+  const bool act_tma = !!p.act_tma;
   // Counts and indices in 32 bits (items, k-blocks < 2^31): fewer registers live into the roles.
   const int n_blocks = static_cast<int>(GU ? p.N / (BN / 2) : p.N / BN);
   // PAIRS: cluster items over the units, clusters of 2 consecutive CTAs.
