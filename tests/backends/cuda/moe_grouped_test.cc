@@ -195,6 +195,22 @@ class MoeGroupedTest : public ::testing::Test {
     return {l, boxes};
   }
 
+  // The shared expert run alone by CudaOps (300 tokens, above moe_shared_fold_max_tokens, 2 I =
+  // 1024 wide, prepared weights): one expert on every token's only slot, so gate_up maps x's codes
+  // in place (a call by position without a copy), within the reference's tolerance (check). The
+  // routed call (75 tokens per expert) keeps the gather. Returns how the counts moved.
+  GroupedXPosCounts shared_alone_counts(Fmt f) {
+    shared_ = 2;
+    prepare_ = true;
+    const GroupedXPosCounts before = grouped_x_pos_counts();
+    check(f, 300, 512, 512, 8, 2);
+    const GroupedXPosCounts after = grouped_x_pos_counts();
+    prepare_ = false;
+    shared_ = 0;
+    return {after.calls - before.calls, after.copies - before.copies,
+            after.f4_down - before.f4_down};
+  }
+
   // Returns y (host) for comparisons between launches.
   Tensor check(Fmt f, int64_t T, int64_t D, int64_t I, int64_t E, int64_t K,
                Routing r = Routing::kRandom, std::optional<GroupedLaunch> launch = std::nullopt) {
@@ -1122,23 +1138,16 @@ TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
   shared_ = 1;
   run(cases[0]);  // ws
   run(cases[5]);  // pairs
-  // The shared expert run alone (CudaOps: 300 tokens, above moe_shared_fold_max_tokens, 2 I wide
-  // = 1024, prepared weights with tensor maps): one expert on every token's only slot, so gate_up
-  // maps x's codes in place (a call by position without a copy), within the reference's
-  // tolerance (check). The routed call (75 tokens per expert) keeps the gather.
+  // The shared expert run alone (with tensor maps): x's codes in place.
+  shared_ = 0;
   const GroupedLaunch alone =
       moe_shared_alone_launch(300, 512, 1024, GroupedFmt::kFp8Block, moe_limits(ops_->device()));
   ASSERT_TRUE(alone.wgmma && alone.wgmma_tma && alone.fp8_act &&
               grouped_x_pos(alone, 300, 1, 1, 1024))
       << "the shared-alone launch no longer takes x by position at T 300: pick another case";
-  shared_ = 2;
-  prepare_ = true;
-  const GroupedXPosCounts before = grouped_x_pos_counts();
-  check(Fmt::kFp8, 300, 512, 512, 8, 2);
-  EXPECT_EQ(grouped_x_pos_counts().calls - before.calls, 1) << "shared expert alone";
-  EXPECT_EQ(grouped_x_pos_counts().copies, before.copies) << "shared expert alone: copied x";
-  prepare_ = false;
-  shared_ = 0;
+  const GroupedXPosCounts moved = shared_alone_counts(Fmt::kFp8);
+  EXPECT_EQ(moved.calls, 1) << "shared expert alone";
+  EXPECT_EQ(moved.copies, 0) << "shared expert alone: copied x";
 }
 
 // NVFP4 computed in FP8 (the F4 kernel, GroupedLaunch::nvfp4_f8) with its activation tiles by
@@ -1192,25 +1201,18 @@ TEST_F(MoeGroupedTest, F4ActivationsByTmaAreBitIdentical) {
           << c.what << ": T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
     }
   }
-  // The shared expert run alone (CudaOps: 300 tokens, 2 I = 1024 wide, prepared weights): one
-  // expert on every token's only slot, so F4's gate_up maps x's codes in place (a call by
-  // position without a copy), within the reference's tolerance (check).
+  // The shared expert run alone: F4's gate_up maps x's codes in place.
+  prepare_ = false;
   const GroupedLaunch alone =
       moe_shared_alone_launch(300, 512, 1024, GroupedFmt::kNvfp4, moe_limits(ops_->device()));
   ASSERT_TRUE(alone.wgmma && alone.nvfp4_f8 && alone.fp8_act && alone.down_act_tma &&
               grouped_x_pos(alone, 300, 1, 1, 1024))
       << "the NVFP4 shared-alone launch no longer runs F4 with x by position at T 300: pick "
          "another case";
-  shared_ = 2;
-  prepare_ = true;
-  const GroupedXPosCounts before = grouped_x_pos_counts();
-  check(Fmt::kNvfp4, 300, 512, 512, 8, 2);
-  const GroupedXPosCounts after = grouped_x_pos_counts();
-  EXPECT_EQ(after.calls - before.calls, 1) << "shared expert alone: x not by position";
-  EXPECT_EQ(after.copies, before.copies) << "shared expert alone: copied x";
-  EXPECT_GE(after.f4_down - before.f4_down, 1) << "shared expert alone: h not by TMA";
-  shared_ = 0;
-  prepare_ = false;
+  const GroupedXPosCounts moved = shared_alone_counts(Fmt::kNvfp4);
+  EXPECT_EQ(moved.calls, 1) << "shared expert alone: x not by position";
+  EXPECT_EQ(moved.copies, 0) << "shared expert alone: copied x";
+  EXPECT_GE(moved.f4_down, 1) << "shared expert alone: h not by TMA";
 }
 
 // The hybrid's gate_up split along k where its items fill less than half the GPU

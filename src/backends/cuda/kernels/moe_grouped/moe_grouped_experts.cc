@@ -439,8 +439,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
         p.tmap = static_cast<const uint8_t*>(ge.tmaps) + (p.gate_up ? 0 : 2 * ge.E * 128);
         p.tmap_e = ge.E;
       }
-      if (!p.gate_up && l.down_act_tma &&
-          (f4 || (p.tmap != nullptr && ge.fmt == GroupedFmt::kFp8Block))) {
+      if (!p.gate_up && l.down_act_tma && (ws_f8 || f4)) {
         // A map the driver refuses (it should not: h is 256-byte aligned, I a multiple of 128)
         // leaves down on the producers' gather, which gives the same bits.
         p.act_tma = encode_act_tmap(hq, T * KS, ge.I, p.act_tmap);
