@@ -20,7 +20,8 @@
 // Usage: moe_bench [--fmt bf16,fp8,nvfp4] [--shape glm5,dsv3,glm5-tp8,glm5-ep8,dsv3-tp8,dsv3-ep8]
 //                  [--routing uniform,zipf1,zipf1.5,hot8] [--tokens 1,4,8,...,4096,8192]
 //                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
-//                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--layout packed|rowmajor]
+//                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--wg 0|1]
+//                  [--layout packed|rowmajor]
 //                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1] [--tma 0|1]
 //                  [--ws 0|1] [--pairs 0|1] [--narrow 0|1] [--pdl 0|1] [--hybrid-min N]
 //                  [--hybrid-pdl 0|1] [--hybrid-gb X] [--hybrid-share X] [--pdl-light 0|1]
@@ -30,8 +31,9 @@
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
-// --nb / --warps / --ctas / --pipe override the heuristic's choice (a forced configuration that
-// does not fit the device is skipped with a message).
+// --nb / --warps / --ctas / --pipe override the heuristic's choice, --wg 1 takes the
+// warpgroup-MMA GEMM's configuration instead (a forced configuration that does not fit the device
+// is skipped with a message).
 // --routing-dir writes routing_<shape>_<routing>_T<T>.bin: int32 [rows, K] of the ids the
 // kernels see (EP: [rows, 1] local ids) for bench/moe/moe_vs_torch.py. --shared 1 adds a shared
 // expert of the routed shape that rides along in the grouped kernels (one more expert and slot
@@ -241,7 +243,7 @@ int main(int argc, char** argv) {
                            routings = {"uniform"};
   std::vector<int64_t> tokens = {1, 4, 8, 32, 64, 128, 256};
   int iters = 30, force_nb = 0, force_warps = 0, force_ctas = 0, force_pipe = -1;
-  int sweep = 0;
+  int sweep = 0, force_wg = 0;
   std::string routing_dir, json_path;
   std::string ab_flags;
   struct IntFlag {
@@ -256,6 +258,7 @@ int main(int argc, char** argv) {
       {"--warps", 0, 32, "0 (the heuristic's) or warps per CTA", &force_warps},
       {"--ctas", 0, 32, "0 (the heuristic's) or CTAs per SM", &force_ctas},
       {"--pipe", -1, 1, "-1 (the heuristic's), 0 or 1", &force_pipe},
+      {"--wg", 0, 1, "0 (the heuristic's) or 1 (the warpgroup-MMA GEMM)", &force_wg},
       {"--sweep", 0, 2, "0, 1 or 2", &sweep},
       {"--shared", 0, 2, "0, 1 (folded) or 2 (apart)", &g_shared},
       {"--sustain-ms", 0, 600000, "milliseconds in 0..600000", &g_sustain_ms},
@@ -475,6 +478,7 @@ int main(int argc, char** argv) {
             if (std::find(cands.begin(), cands.end(), heur) == cands.end()) cands.push_back(heur);
           } else {
             MoeKernelConfig c = heur;
+            if (force_wg) c = MoeKernelConfig{16, 8, 1, false, true, true};
             if (force_nb) c.nb = force_nb;
             if (force_warps) c.warps_per_cta = force_warps;
             if (force_ctas) c.ctas_per_sm = force_ctas;
@@ -520,9 +524,9 @@ int main(int argc, char** argv) {
               g_shared == 2 ? grouped_fp8_act_bytes(l_alone, L.fmt, R, sh.D, sh.I, 1) : 0;
           for (const MoeKernelConfig& c : cands)
             for (const LaunchOverrides* o : {&g_ov, g_ab ? &g_ov_b : &g_ov})
-              qbytes = std::max(qbytes,
-                                grouped_fp8_act_bytes(o->apply(moe_launch(c, lim, L.fmt, R, ge->E)),
-                                                      L.fmt, R, sh.D, sh.I, KS));
+              qbytes = std::max(qbytes, grouped_fp8_act_bytes(
+                                            o->apply(moe_launch(c, lim, L.fmt, R, ge->E, ge->I)),
+                                            L.fmt, R, sh.D, sh.I, KS));
           uint8_t* q = nullptr;
           CK(cudaMalloc(&q, std::max<int64_t>(qbytes, 16)));
           GroupedScratch s{xa, slot, tiles, ntiles, h, out, sk_counters, sk_partials, slot_w, q};
@@ -533,7 +537,7 @@ int main(int argc, char** argv) {
           MoeKernelConfig best = heur;
           int best_big = -1;  // the hybrid's 128-token tiles in the reported configuration's call
           for (const MoeKernelConfig& cfg : cands) {
-            const GroupedLaunch l = with_overrides(moe_launch(cfg, lim, L.fmt, R, ge->E));
+            const GroupedLaunch l = with_overrides(moe_launch(cfg, lim, L.fmt, R, ge->E, ge->I));
             auto capture = [&](const GroupedLaunch& lx, cudaGraph_t* graph) {
               auto layer = [&] {
                 run_grouped_experts(*ge, y, sh.D, x, sh.D, idd, K, w, K, R, K, s, lx, st);
@@ -555,7 +559,8 @@ int main(int argc, char** argv) {
             // --ab: the same configuration with the B overrides, its replays interleaved with
             // A's (A B, then B A, ...), so both see the same clocks and power state.
             if (g_ab)
-              exec_b = capture(g_ov_b.apply(moe_launch(cfg, lim, L.fmt, R, ge->E)), &graph_b);
+              exec_b =
+                  capture(g_ov_b.apply(moe_launch(cfg, lim, L.fmt, R, ge->E, ge->I)), &graph_b);
             const std::string label = sname + " " + rname + " " + fname + " T " + std::to_string(T);
             // (with --ab-blocks: medians over the rounds of the blocks' medians and ratios)
             ReplayTimes rt = time_replays({st, exec, exec_b, flush, flush_bytes}, iters,

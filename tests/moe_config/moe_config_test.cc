@@ -130,8 +130,9 @@ TEST(MoeConfig, TileGemmFamilyFitsSm90AndSm120) {
 }
 
 // The Hopper warpgroup-MMA GEMM (tc + wgmma): sm_90 only (cc 90: sm_90a code), 128-token tiles,
-// one 256-thread CTA per SM, every format. The heuristic takes it from 32 (BF16) / 48 (FP8, NVFP4)
-// tokens per expert; a streaming launch on sm_90 carries the per-expert hybrid threshold.
+// one 256-thread CTA per SM, every format. The heuristic takes it for the unsharded shape at 4096
+// tokens (WarpgroupMmaThresholdsByShape: where it starts); a streaming launch on sm_90 carries the
+// per-expert hybrid threshold.
 TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
   MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
   sm90.cc = 90;
@@ -317,6 +318,56 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
 // Scratch of the FP8 activations (GroupedScratch::q): none unless FP8 experts reach the
 // warpgroup-MMA GEMM with fp8_act (tc launch, or the hybrid at T >= its threshold); then the
 // larger of x [T, D] and h [T*KS, I] in E4M3 bytes (16-byte rounded) plus an f32 per 128.
+// The warpgroup-MMA launch's threshold in expected tokens per expert (T K / E) depends on the
+// shape: TP8 shards (I <= 256) from 24 (BF16) / 12 (FP8) / 20 (NVFP4), NVFP4 with fewer than 128
+// experts from 20, else 32 (BF16, FP8) / 48 (NVFP4); and NVFP4's hybrid takes experts of 32 or
+// more tokens from T 512 rows where its big tiles are F4 and gate_up is not split (I > 512).
+TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
+  MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
+  sm90.cc = 90;
+  sm120.cc = 120;
+  const GroupedFmt bf16 = GroupedFmt::kBf16, fp8 = GroupedFmt::kFp8Block, nv = GroupedFmt::kNvfp4;
+  auto wg = [&](int64_t T, int64_t I, int64_t E, int64_t K, GroupedFmt f) {
+    return moe_heuristic_config({T, 6144, I, E, K, f}, sm90).wgmma;
+  };
+  // TP8 (I 256, 256 experts, top-8): T 8 T / 256 tokens per expert.
+  EXPECT_FALSE(wg(736, 256, 256, 8, bf16));  // 23
+  EXPECT_TRUE(wg(768, 256, 256, 8, bf16));   // 24
+  EXPECT_FALSE(wg(352, 256, 256, 8, fp8));   // 11
+  EXPECT_TRUE(wg(384, 256, 256, 8, fp8));    // 12
+  EXPECT_FALSE(wg(608, 256, 256, 8, nv));    // 19
+  EXPECT_TRUE(wg(640, 256, 256, 8, nv));     // 20
+  // EP8 (32 local experts, a slot per row): NVFP4 from 20, the others as unsharded.
+  EXPECT_FALSE(wg(608, 2048, 32, 1, nv));
+  EXPECT_TRUE(wg(640, 2048, 32, 1, nv));
+  EXPECT_FALSE(wg(640, 2048, 32, 1, fp8));
+  EXPECT_FALSE(wg(992, 2048, 32, 1, bf16));
+  EXPECT_TRUE(wg(1024, 2048, 32, 1, fp8));
+  // Unsharded GLM-5 / DeepSeek-V3 widths.
+  EXPECT_FALSE(wg(992, 2048, 256, 8, bf16));
+  EXPECT_TRUE(wg(1024, 2048, 256, 8, bf16));
+  EXPECT_FALSE(wg(992, 2048, 256, 8, fp8));
+  EXPECT_TRUE(wg(1024, 2048, 256, 8, fp8));
+  EXPECT_FALSE(wg(1504, 2048, 256, 8, nv));
+  EXPECT_TRUE(wg(1536, 2048, 256, 8, nv));
+  for (GroupedFmt f : kFmts)
+    EXPECT_FALSE(moe_heuristic_config({640, 6144, 256, 256, 8, f}, sm120).wgmma);
+  // NVFP4's hybrid threshold.
+  const MoeKernelConfig d = moe_heuristic_config({1024, 6144, 2048, 256, 8, nv}, sm90);
+  ASSERT_FALSE(d.tc);
+  EXPECT_EQ(moe_launch(d, sm90, nv, 1024, 256, 2048).wgmma_min_tokens, 32);
+  EXPECT_EQ(moe_launch(d, sm90, nv, 512, 256, 2048).wgmma_min_tokens, 32);
+  EXPECT_EQ(moe_launch(d, sm90, nv, 511, 256, 2048).wgmma_min_tokens, 48);
+  EXPECT_EQ(moe_launch(d, sm90, nv, 512, 32, 2048).wgmma_min_tokens, 32);   // EP8: F4 from 256
+  EXPECT_EQ(moe_launch(d, sm90, nv, 1024, 256, 512).wgmma_min_tokens, 48);  // split gate_up
+  EXPECT_EQ(moe_launch(d, sm90, nv, 1024, 256, 256).wgmma_min_tokens, 48);
+  EXPECT_EQ(moe_launch(d, sm90, nv, 1024, 256).wgmma_min_tokens, 48);  // I unknown
+  EXPECT_EQ(moe_launch(d, sm90, fp8, 1024, 256, 2048).wgmma_min_tokens, 48);
+  EXPECT_EQ(moe_launch(d, sm90, bf16, 1024, 256, 2048).wgmma_min_tokens, 32);
+  EXPECT_EQ(moe_launch(d, sm120, nv, 1024, 256, 2048).wgmma_min_tokens, 0);
+  EXPECT_TRUE(moe_launch(d, sm90, nv, 1024, 256, 2048).nvfp4_f8);
+}
+
 TEST(MoeConfig, Fp8ActivationScratch) {
   const int64_t T = 300, D = 384, I = 256, KS = 3;
   GroupedLaunch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};

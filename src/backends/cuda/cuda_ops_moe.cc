@@ -254,7 +254,7 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
     const MoeShape shape{T, D, ge->I, ge->E, ge->slots(K), ge->fmt};
     const MoeKernelConfig cfg =
         moe_tune_ ? moe_tune_->select(info_, shape) : moe_heuristic_config(shape, lim);
-    run(*ge, moe_launch(cfg, lim, ge->fmt, T, ge->E), K, false);
+    run(*ge, moe_launch(cfg, lim, ge->fmt, T, ge->E, ge->I), K, false);
     if (shared && !fold) {
       // Apart: alone in the grouped kernels (y += S(x); packed weights need them), else linear.
       GroupedExperts gs;

@@ -109,11 +109,33 @@ constexpr double kTcMinTokensPerExpert = 32;
 // 2756: the tc launch from 32 per expert like BF16 (the hybrid's per-expert threshold stays 48).
 constexpr double kWgmmaMinTokensBf16 = 32;
 constexpr double kWgmmaMinTokensQuant = 48;
+// The warpgroup-MMA launch for every expert of a call from this many expected tokens per expert
+// (moe_heuristic_config): kWgmmaMinTokensBf16 for BF16 / FP8, kWgmmaMinTokensQuant for NVFP4,
+// lower where the streaming kernels are bound by their instructions, not HBM. NOTE: measured on an
+// H100 (docs/perf.md, 2026-12-05 session 47; moe_bench --wg 0|1, each case held 500-800 ms under
+// load before it is timed, uniform / zipf1 / hot8 routing):
+// - TP8 shards (I 256): NVFP4 T 512 / 640 / 1024 (16 / 20 / 32 per expert) 486 / 591 / 885 us
+//   streaming against 507 / 521 / 564 (zipf1 T 640 728 -> 586, hot8 289 -> 201); FP8 T 256 / 384 /
+//   512 502 / 572 / 627 against 469 / 485 / 500 (zipf1 T 384 598 -> 489, hot8 147 -> 123; below
+//   12 per expert the streaming kernel is near HBM's limit on the H100 and more so on the H200,
+//   where the margin is unmeasured); BF16 T 512 / 768 1011 / 1166 against 1016 / 1046 (zipf1 T 640
+//   / 768 level).
+// - NVFP4 with fewer than 128 experts on the GPU (EP8's 32): T 512 / 640 / 768 / 1024 (17 / 22 /
+//   26 / 33 per expert) 410 / 452 / 520 / 613 us against 423 / 428 / 430 / 437, dsv3's EP8 alike.
+// - Unsharded NVFP4 keeps 48: uniform routing gains from 28 per expert (glm5 T 1024 4130 -> 3320
+//   us) but skewed routing loses where the hybrid takes the hot experts (zipf1 T 896 / 1024 / 1280
+//   3178 / 3271 / 3561 -> 3779 / 3699 / 3826; zipf1.5 T 1024 3050 -> 3711): its hybrid's lower
+//   per-expert threshold (moe_launch) recovers most of uniform's gap instead.
+constexpr double kWgmmaMinTokensTp[3] = {24, 12, 20};  // BF16, FP8, NVFP4 (I <= kWgmmaTpMaxI)
+constexpr int64_t kWgmmaTpMaxI = 256;
+constexpr double kWgmmaMinTokensNvfp4FewExperts = 20;  // NVFP4 with E < 128
 constexpr double kTcWideTokensPerExpert = 64;
 // NVFP4's hybrid big tiles in FP8 (moe_launch): from this many rows, and below it only with this
 // many experts on the GPU or more (EP8's 32 lost 1-3% there, the unsharded 256 won up to 44%).
 constexpr int64_t kGroupedNvf8HybridMinRows = 256;
 constexpr int64_t kGroupedNvf8HybridMinExperts = 128;
+// NVFP4's hybrid per-expert threshold of 32 (moe_launch) from this many rows.
+constexpr int64_t kGroupedNvfp4Hybrid32MinRows = 512;
 
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim) {
   // Expected tokens per expert (T*K/E). Measured on the H200 (docs/perf.md, sweep of 2026-11-30):
@@ -187,7 +209,14 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   // Many tokens per expert: the tensor-core tile GEMM (BF16); 128-token tiles with two CTAs per
   // SM where they fit (sm_90; one on sm_120) from 64 tokens per expert, 64-token tiles below.
   // sm_90: the warpgroup-MMA GEMM for every format once most experts fill its 128-token tiles.
-  if (mean >= (nvfp4 ? kWgmmaMinTokensQuant : kWgmmaMinTokensBf16)) {
+  const double wg_min = s.I <= kWgmmaTpMaxI ? kWgmmaMinTokensTp[bf16    ? 0
+                                                                : nvfp4 ? 2
+                                                                        : 1]
+                        : nvfp4 && s.E < kGroupedNvf8HybridMinExperts
+                            ? kWgmmaMinTokensNvfp4FewExperts
+                        : nvfp4 ? kWgmmaMinTokensQuant
+                                : kWgmmaMinTokensBf16;
+  if (mean >= wg_min) {
     const MoeKernelConfig w{16, 8, 1, false, true, true};
     if (moe_config_fits(w, s.fmt, lim)) return w;
   }
@@ -202,7 +231,7 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
 }
 
 GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f,
-                         int64_t T, int64_t E) {
+                         int64_t T, int64_t E, int64_t I) {
   GroupedLaunch l;
   l.nb = c.nb;
   l.warps_per_cta = c.warps_per_cta;
@@ -216,6 +245,18 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   if (!c.tc && moe_config_fits(MoeKernelConfig{16, 8, 1, false, true, true}, f, lim)) {
     l.wgmma_min_tokens =
         static_cast<int>(f == GroupedFmt::kBf16 ? kWgmmaMinTokensBf16 : kWgmmaMinTokensQuant);
+    // NVFP4 from 32 tokens per expert where its big tiles are computed in FP8 (F4) and do not
+    // split gate_up: an expert of 33..47 tokens takes two of the streaming GEMM's 32-token tiles,
+    // i.e. streams its weights twice. NOTE: measured on an H100 (docs/perf.md, 2026-12-05 session
+    // 47; moe_bench --ab "--hybrid-min 32", interleaved): glm5 uniform T 1024 / 1280 0.867 /
+    // 0.745 (4138 -> 3586 us, 5003 -> 3720), zipf1 T 512..1280 0.967-0.978, zipf1.5 0.956-1.008,
+    // hot8 level; EP8 uniform T 1280 0.793, zipf1 / zipf1.5 T 512 0.964 / 0.938, T 256 0.973-1.019
+    // (level below T 512 everywhere); TP8 (I 256, split gate_up) 1.01-1.30: not there.
+    // (From T 512 rows the big tiles are F4 on any number of experts: kGroupedNvf8HybridMinRows.)
+    static_assert(kGroupedNvfp4Hybrid32MinRows >= kGroupedNvf8HybridMinRows);
+    if (f == GroupedFmt::kNvfp4 && T >= kGroupedNvfp4Hybrid32MinRows &&
+        I > 128 * kHybridSplitMaxBlocks)
+      l.wgmma_min_tokens = 32;
     // ... and only when the qualifying experts would stream enough bytes to pay for the
     // warpgroup-MMA launches' narrow pass after the streaming one. NOTE: measured on the H200
     // (docs/perf.md, 2026-12-03 session 26; moe_bench --hybrid-min 0 / 32 / 48 / 96 / 192 / 384 on

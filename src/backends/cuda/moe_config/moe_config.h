@@ -75,8 +75,9 @@ std::vector<MoeKernelConfig> moe_candidate_configs(const MoeShape& s, const MoeD
 // per SM, 12 for few items), BF16/FP8 register streaming in 4-warp CTAs, 2 per SM (BF16: 3 when
 // that takes one round of gate_up items fewer, up to 3 rounds; stream-K in the ring when the
 // gate_up items are at most 2 per SM); the first of these that fits; on sm_90
-// the warpgroup-MMA tile GEMM from 32 (BF16) or 48 (FP8, NVFP4) tokens per expert; elsewhere BF16
-// from 32 tokens per expert: the tc tile GEMM (64-token tiles; 128-token, 2 CTAs from 64).
+// the warpgroup-MMA tile GEMM from 32 (BF16, FP8) or 48 (NVFP4) tokens per expert, from 24 / 12 /
+// 20 on TP8 shards (I <= 256) and from 20 for NVFP4 with fewer than 128 experts (EP8); elsewhere
+// BF16 from 32 tokens per expert: the tc tile GEMM (64-token tiles; 128-token, 2 CTAs from 64).
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim);
 // GroupedLaunch for the kernels from a configuration for format `f`; on sm_90 a register-streaming
 // configuration also sends experts with many tokens of a call to the warpgroup-MMA GEMM
@@ -86,9 +87,11 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
 // (GroupedLaunch::wgmma_ws; its narrow instance at T <= 64, grouped_hybrid_narrow). NVFP4 experts
 // with a tc configuration are computed in FP8 (GroupedLaunch::nvfp4_f8, E4M3 activations), and in
 // the hybrid's big tiles from T 256 rows, or from its first T with E >= 128 experts on the GPU
-// (E: the call's experts, 0 if unknown).
+// (E: the call's experts, 0 if unknown). The hybrid's per-expert threshold is 32 tokens for BF16,
+// 48 for FP8 and NVFP4, 32 for NVFP4 from T 512 rows where its big tiles are computed in FP8 and
+// do not split gate_up (I > 512; I: the experts' intermediate size, 0 if unknown).
 GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f,
-                         int64_t T, int64_t E = 0);
+                         int64_t T, int64_t E = 0, int64_t I = 0);
 // Calls of at most this many tokens run a shared expert of the routed shape inside the grouped
 // kernels (one more expert and slot per token, CudaOps::moe_experts); larger ones run it alone
 // after the routed ones (moe_shared_alone_launch): one below the hybrid's threshold (on devices
