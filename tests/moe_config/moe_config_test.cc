@@ -635,6 +635,13 @@ TEST(MoeConfig, XByPositionByExpectedTokensPerExpert) {
   EXPECT_FALSE(grouped_x_pos(l, 8192, 8, 256, 256));  // TP8: 2 column blocks
   EXPECT_FALSE(grouped_x_pos(l, 8192, 8, 256, 512));
   EXPECT_FALSE(grouped_x_pos(l, 100, 8, 0, 2048));  // no experts: never
+  // NVFP4 computed in FP8: from 48 per expert.
+  GroupedLaunch f4;
+  f4.nvfp4_f8 = true;
+  EXPECT_TRUE(grouped_x_pos(f4, 1536, 8, 256, 2048));
+  EXPECT_FALSE(grouped_x_pos(f4, 1535, 8, 256, 2048));
+  EXPECT_FALSE(grouped_x_pos(f4, 8192, 8, 256, 256));
+  EXPECT_TRUE(grouped_x_pos(f4, 1536, 1, 32, 2048));  // EP8: 48 rows per local expert
   l.x_pos = 0;
   EXPECT_FALSE(grouped_x_pos(l, 8192, 8, 256, 2048));
   l.x_pos = 1;

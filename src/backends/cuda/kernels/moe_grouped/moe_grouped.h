@@ -212,8 +212,8 @@ struct GroupedLaunch {
   // positions are tokens: the map is over x's codes themselves, no copy. Bit-identical
   // (GateUpActivationsByPositionAreBitIdentical). -1: from 128 tokens per expert and I >= 1024
   // (grouped_x_pos; the copy costs more than the gather below that: H100 glm5 / dsv3
-  // T 8192 2.7-3.2% faster, T 4096 level, TP8 T 8192 16% slower; docs/perf.md session 43);
-  // 0 / 1 force.
+  // T 8192 2.7-3.2% faster, T 4096 level, TP8 T 8192 16% slower; docs/perf.md session 43), from
+  // 48 for NVFP4 computed in FP8 (session 47); 0 / 1 force.
   int x_pos = -1;
   // The hybrid's gate_up (every format's warpgroup-MMA kernel; not BF16's narrow big tiles on the
   // mma.sync tile GEMM) with split-K where its items (big tiles x 256-row blocks) fill at most
@@ -492,13 +492,19 @@ inline bool grouped_wgmma_narrow(const GroupedLaunch& l, int64_t T, int64_t K, i
 // T K D bytes once, the gather it replaces is paid by every one of gate_up's 2 I / 256 column
 // blocks. H100, FP8, B/A (docs/perf.md session 43): glm5 64 per expert 1.012, 128 0.988 / 1.005,
 // 256 0.968 / 0.971; dsv3 128 0.995, 256 0.973; EP8 (I 2048) 256 0.986; TP8 (I 256, 2 column
-// blocks) 256 1.157.
+// blocks) 256 1.157. NVFP4 computed in FP8 (nvfp4_f8) from kGroupedXPosMinMeanF4: its gather
+// also waited for the next job's NVFP4 codes (the arrival counts every earlier cp.async of the
+// thread), so the copy pays sooner. H100, NVFP4, B/A (docs/perf.md session 47): glm5 / dsv3 /
+// EP8 48 per expert 0.984 / 0.986 / 0.987 (sustained blocks glm5 0.998, EP8 0.987), 64 per
+// expert 0.979 / 0.980 / 0.952 (sustained glm5 0.980, EP8 0.970); FP8 at 48 1.015-1.022.
 constexpr double kGroupedXPosMinMean = 128;
+constexpr double kGroupedXPosMinMeanF4 = 48;
 constexpr int64_t kGroupedXPosMinI = 1024;
 inline bool grouped_x_pos(const GroupedLaunch& l, int64_t T, int64_t K, int64_t E, int64_t I) {
   if (l.x_pos >= 0) return l.x_pos == 1;
   return E > 0 && I >= kGroupedXPosMinI &&
-         static_cast<double>(T * K) / static_cast<double>(E) >= kGroupedXPosMinMean;
+         static_cast<double>(T * K) / static_cast<double>(E) >=
+             (l.nvfp4_f8 ? kGroupedXPosMinMeanF4 : kGroupedXPosMinMean);
 }
 
 // The hybrid's big tiles (experts with >= wgmma_min_tokens tokens) are narrow exactly when no
