@@ -4,7 +4,9 @@
 # files. Logs under $OUT (summary.txt, bench.log, ours.jsonl, torch.log, table.md).
 # Env:
 #   MOE_BENCH_PRESET=issue5   the rows issue 5 asks for (~4 min on an H200 with MOE_SKIP_TESTS=1):
-#                             TP8/EP8 shares at T 1..256, Zipf/hot routing, prefill T 4096/8192.
+#                             TP8/EP8 shares at T 1..256, Zipf/hot routing, the mid range
+#                             T 512..1536 (where the streaming and warpgroup-MMA launches meet),
+#                             prefill T 4096/8192.
 #   MOE_BENCH_SETS            rows as lines "shapes routings tokens fmts sweep iters", e.g.
 #                             "glm5-tp8,glm5-ep8 uniform,zipf1.5 1,8,64 bf16,fp8 1 20"
 #                             (overrides the preset; see moe_bench.cu for the names).
@@ -61,6 +63,7 @@ if [ -z "$sets" ] && [ "${MOE_BENCH_PRESET:-}" = issue5 ]; then
   sets="glm5-tp8,glm5-ep8,dsv3-tp8,dsv3-ep8 uniform 1,8,32,64,128,256 bf16,fp8,nvfp4 1 20
 glm5 uniform,zipf1,zipf1.5,hot8 8,64,256,1024 bf16,fp8,nvfp4 1 20
 glm5-ep8 zipf1,zipf1.5,hot8 8,64,256,1024 bf16,fp8,nvfp4 1 20
+glm5,glm5-tp8,glm5-ep8 uniform,zipf1 512,768,1024,1280,1536 bf16,fp8,nvfp4 0 10
 glm5,dsv3,glm5-tp8 uniform 4096,8192 bf16,fp8,nvfp4 0 10"
 elif [ -z "$sets" ] && [ -n "${MOE_BENCH_PRESET:-}" ]; then
   echo "run.sh: unknown MOE_BENCH_PRESET=${MOE_BENCH_PRESET} (known: issue5)" >&2
