@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Where the warpgroup-MMA launch overtakes the streaming one on this GPU (the thresholds of
+# moe_heuristic_config, src/backends/cuda/moe_config/moe_config.cc): moe_bench with the heuristic's
+# configuration and with `--wg 1`, alternated ROUNDS times, each case held under load
+# (--sustain-ms) before it is timed, then per case the median of each and wg / heuristic (< 1: the
+# warpgroup-MMA launch is faster). Separate runs, not interleaved replays: the two launches have
+# different configurations, which `--ab` cannot compare.
+# Usage: bench/moe/crossover.sh MOE_BENCH [moe_bench flags: --shape, --fmt, --tokens, --routing]
+#   e.g. bench/moe/crossover.sh build-gpu/bin/moe_bench --shape glm5-tp8 --fmt fp8 --tokens 128,256,384
+# Env: ROUNDS (2), SUSTAIN_MS (600), ITERS (30), OUT (the JSON lines go to $OUT/crossover-*.jsonl;
+# default a temporary folder).
+set -euo pipefail
+if [ $# -lt 1 ] || [ ! -x "$1" ]; then
+  echo "usage: $0 MOE_BENCH [moe_bench flags]  (MOE_BENCH: an executable moe_bench)" >&2
+  exit 2
+fi
+bin=$1
+shift
+rounds=${ROUNDS:-2}
+dir=${OUT:-$(mktemp -d)}
+mkdir -p "$dir"
+for r in $(seq 1 "$rounds"); do
+  for wg in 0 1; do
+    "$bin" "$@" --wg "$wg" --sustain-ms "${SUSTAIN_MS:-600}" --iters "${ITERS:-30}" \
+      --json "$dir/crossover-$r-$wg.jsonl" >"$dir/crossover-$r-$wg.log" 2>&1 ||
+      { tail -n 5 "$dir/crossover-$r-$wg.log" >&2; exit 1; }
+  done
+done
+python3 - "$dir" "$rounds" <<'EOF'
+import json, statistics, sys
+d, rounds = sys.argv[1], int(sys.argv[2])
+runs = {}
+for r in range(1, rounds + 1):
+    for wg in (0, 1):
+        for line in open(f"{d}/crossover-{r}-{wg}.jsonl"):
+            j = json.loads(line)
+            key = (j["shape"], j["routing"], j["fmt"], j["T"])
+            runs.setdefault(key, ({}, [], []))
+            runs[key][0].update(rows=j["rows"], E=j["E"], K=j["K"], ep=j["E"] < j["E_global"])
+            runs[key][1 + wg].append(j["us"])
+print("shape routing fmt T tokens/expert heuristic_us wg_us wg/heur")
+for (shape, routing, fmt, T), (m, h, w) in runs.items():
+    if not h or not w:
+        continue
+    per = m["rows"] * (1 if m["ep"] else m["K"]) / m["E"]  # EP: a local slot per row
+    hu, wu = statistics.median(h), statistics.median(w)
+    print(f"{shape} {routing} {fmt} {T} {per:.1f} {hu:.1f} {wu:.1f} {wu / hu:.3f}")
+EOF
