@@ -10,7 +10,8 @@
 # the grouped MoE kernels' memcheck and racecheck, when no other GPU code changed),
 # MOE_GPU_BENCH=1 to also write the GLM-5-shaped checkpoint (make-tiny --shape glm5, NVFP4,
 # MOE_BENCH_LAYERS layers, default 4) and run bench/decode_step on it (bench.txt); if the NVFP4
-# run fails, it retries with BF16 experts at MOE_BENCH_BF16_LAYERS (default 2) layers.
+# run fails, it retries with BF16 experts at MOE_BENCH_BF16_LAYERS (default 2) layers. The
+# sanitizer runs go beside ctest (MOE_GPU_PARALLEL=0, or MOE_GPU_BENCH=1: after it).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -42,8 +43,66 @@ cmake --build "$build" -j"${MOE_GPU_JOBS:-$(nproc)}" --target $targets >"$logs/b
   { grep -E "error|Error" "$logs/build.log" | head -n 40; exit 4; }
 grep -c "warning" "$logs/build.log" | sed 's/^/build warnings: /' | tee -a "$logs/summary.txt"
 
-step "ctest -L gpu"
+# The sanitizer runs, in two lanes (model + MLA, grouped MoE) that each append to a summary file of
+# their own ($1) and return 1 on a failure. Without MOE_GPU_BENCH they run beside ctest (their tests
+# check results, not times; ctest's are mostly the CPU reference's arithmetic), which keeps the
+# whole script under the device tool's 600 s per command: alone, after the build (~60 s), ctest took
+# 167 s, the model racecheck 198 s and the grouped racecheck 118 s on an H100 (session 47).
+lane_model() {
+  local sum=$1 st=0 bin="$build/bin/cuda_model_tests"
+  echo "== compute-sanitizer memcheck: cuda_model_tests ($(date +%T))" >>"$sum"
+  timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" \
+    >"$logs/memcheck.log" 2>&1 || st=1
+  grep -E "ERROR SUMMARY|PASSED|FAILED" "$logs/memcheck.log" | tail -n 5 >>"$sum"
+  echo "== compute-sanitizer racecheck: cuda_model_tests (glm_moe_dsa fixture) ($(date +%T))" >>"$sum"
+  timeout 450 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin" \
+    --gtest_filter='Fixtures/*/0' >"$logs/racecheck.log" 2>&1 || st=1
+  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/racecheck.log" | tail -n 5 >>"$sum"
+  # The absorbed-MLA core's shared-memory pipeline on ragged batches with DSA selections.
+  echo "== compute-sanitizer racecheck: cuda_ops_tests (absorbed MLA) ($(date +%T))" >>"$sum"
+  timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 "$build/bin/cuda_ops_tests" \
+    --gtest_filter='*MlaAttentionAbsorbedShortContexts*:*MlaAttentionNoAttendedKey*' \
+    >"$logs/racecheck-mla.log" 2>&1 || st=1
+  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/racecheck-mla.log" | tail -n 5 >>"$sum"
+  return $st
+}
+# The warpgroup-MMA GEMM's cp.async ring, its tile lists and gathered rows (and the hybrid);
+# the streaming GEMM's stream-K partial sums and arrival counters; the shared expert's slot;
+# gate_up's ring with its first stages issued before the wait (EarlyGateUp); the one-warp
+# grouping (GroupOneWarp); NVFP4 computed in FP8 with its activation tiles by TMA
+# (F4ActivationsByTma: the F4 producers' full barrier counts them as bytes).
+lane_moe() {
+  local sum=$1 st=0 tool
+  for tool in memcheck racecheck; do
+    echo "== compute-sanitizer $tool: moe_grouped_tests (warpgroup-MMA GEMM, stream-K) ($(date +%T))" >>"$sum"
+    timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 "$build/bin/moe_grouped_tests" \
+      --gtest_filter='*WarpgroupMmaSmall*:*StreamKSmall*:*PackKernel*:*SharedExpertSmall*:*Fp8ActivationQuantization*:*EarlyGateUp*:*GroupOneWarp*:*F4ActivationsByTma*' \
+      >"$logs/$tool-wgmma.log" 2>&1 || st=1
+    grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/$tool-wgmma.log" | tail -n 5 >>"$sum"
+  done
+  return $st
+}
+sanitize=${MOE_GPU_SANITIZE:-1}
+lanes=()
+lane_dir=$(mktemp -d)  # the lanes' summaries (not in $logs: the device tool returns 8 files)
+[ "$sanitize" = 1 ] && lanes+=(model)
+{ [ "$sanitize" = 1 ] || [ "$sanitize" = moe ]; } && lanes+=(moe)
+# Beside ctest unless the decode benchmark runs (its timings want the GPU to themselves) or
+# MOE_GPU_PARALLEL=0.
+parallel=${MOE_GPU_PARALLEL:-1}
+[ "${MOE_GPU_BENCH:-0}" = 1 ] && parallel=0
 export MOE_REQUIRE_GPU=1
+pids=()
+if [ "$parallel" = 1 ]; then
+  for ln in "${lanes[@]}"; do
+    : >"$lane_dir/$ln.txt"
+    step "sanitizer lane $ln started beside ctest"
+    lane_$ln "$lane_dir/$ln.txt" &
+    pids+=($!)
+  done
+fi
+
+step "ctest -L gpu"
 (cd "$build" && ctest -L gpu --output-on-failure -j4 --timeout 600) >"$logs/ctest.log" 2>&1 || status=1
 grep -E "tests passed|tests failed|Total Test time|\*\*\*Failed|Failed  |Skipped" "$logs/ctest.log" |
   tee -a "$logs/summary.txt"
@@ -75,39 +134,16 @@ if [ "${MOE_GPU_BENCH:-0}" = 1 ]; then
   fi
   rm -rf "$model"
 fi
-sanitize=${MOE_GPU_SANITIZE:-1}
-if [ "$sanitize" = 1 ]; then
-  bin="$build/bin/cuda_model_tests"
-  step "compute-sanitizer memcheck: cuda_model_tests"
-  timeout 400 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" \
-    >"$logs/memcheck.log" 2>&1 || status=1
-  grep -E "ERROR SUMMARY|PASSED|FAILED" "$logs/memcheck.log" | tail -n 5 | tee -a "$logs/summary.txt"
-  step "compute-sanitizer racecheck: cuda_model_tests (glm_moe_dsa fixture)"
-  timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin" \
-    --gtest_filter='Fixtures/*/0' >"$logs/racecheck.log" 2>&1 || status=1
-  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/racecheck.log" | tail -n 5 |
-    tee -a "$logs/summary.txt"
-  # The absorbed-MLA core's shared-memory pipeline on ragged batches with DSA selections.
-  step "compute-sanitizer racecheck: cuda_ops_tests (absorbed MLA)"
-  timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 "$build/bin/cuda_ops_tests" \
-    --gtest_filter='*MlaAttentionAbsorbedShortContexts*:*MlaAttentionNoAttendedKey*' \
-    >"$logs/racecheck-mla.log" 2>&1 || status=1
-  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/racecheck-mla.log" | tail -n 5 |
-    tee -a "$logs/summary.txt"
-fi
-if [ "$sanitize" = 1 ] || [ "$sanitize" = moe ]; then
-  # The warpgroup-MMA GEMM's cp.async ring, its tile lists and gathered rows (and the hybrid);
-  # the streaming GEMM's stream-K partial sums and arrival counters; the shared expert's slot;
-  # gate_up's ring with its first stages issued before the wait (EarlyGateUp); the one-warp
-  # grouping (GroupOneWarp); NVFP4 computed in FP8 with its activation tiles by TMA
-  # (F4ActivationsByTma: the F4 producers' full barrier counts them as bytes).
-  for tool in memcheck racecheck; do
-    step "compute-sanitizer $tool: moe_grouped_tests (warpgroup-MMA GEMM, stream-K)"
-    timeout 250 compute-sanitizer --tool $tool --error-exitcode 9 "$build/bin/moe_grouped_tests" \
-      --gtest_filter='*WarpgroupMmaSmall*:*StreamKSmall*:*PackKernel*:*SharedExpertSmall*:*Fp8ActivationQuantization*:*EarlyGateUp*:*GroupOneWarp*:*F4ActivationsByTma*' \
-      >"$logs/$tool-wgmma.log" 2>&1 || status=1
-    grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/$tool-wgmma.log" | tail -n 5 |
-      tee -a "$logs/summary.txt"
+if [ "$parallel" = 1 ]; then
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || status=1
+    tee -a "$logs/summary.txt" <"$lane_dir/${lanes[$i]}.txt"
+  done
+else
+  for ln in "${lanes[@]}"; do
+    : >"$lane_dir/$ln.txt"
+    lane_$ln "$lane_dir/$ln.txt" || status=1
+    tee -a "$logs/summary.txt" <"$lane_dir/$ln.txt"
   done
 fi
 step "done, status $status"
