@@ -379,7 +379,7 @@ class MoeGroupedTest : public ::testing::Test {
     const MoeDeviceLimits lim = moe_limits(ops_->device());
     GroupedLaunch used =
         launch ? *launch
-               : moe_launch(moe_heuristic_config({T, D, I, E, K, gf}, lim), lim, gf, T, E);
+               : moe_launch(moe_heuristic_config({T, D, I, E, K, gf}, lim), lim, gf, T, E, I);
     if (!launch && f16_act_) used.fp8_act = false;  // CudaOps::set_moe_fp8_activations(false)
     const bool f8 = grouped_fp8_act_bytes(used, gf, T, D, I, K) > 0 ||
                     (shared_ > 0 && !launch && !f16_act_ && gf == GroupedFmt::kFp8Block &&
