@@ -109,6 +109,14 @@ constexpr double kTcMinTokensPerExpert = 32;
 // 2756: the tc launch from 32 per expert like BF16 (the hybrid's per-expert threshold stays 48).
 constexpr double kWgmmaMinTokensBf16 = 32;
 constexpr double kWgmmaMinTokensQuant = 48;
+constexpr double kTcWideTokensPerExpert = 64;
+// NVFP4's hybrid big tiles in FP8 (moe_launch): from this many rows, and below it only with this
+// many experts on the GPU or more (EP8's 32 lost 1-3% there, the unsharded 256 won up to 44%).
+constexpr int64_t kGroupedNvf8HybridMinRows = 256;
+constexpr int64_t kGroupedNvf8HybridMinExperts = 128;
+// NVFP4's hybrid per-expert threshold of 32 (moe_launch) from this many rows.
+constexpr int64_t kGroupedNvfp4Hybrid32MinRows = 512;
+
 // The warpgroup-MMA launch for every expert of a call from this many expected tokens per expert
 // (moe_heuristic_config): kWgmmaMinTokensBf16 for BF16 / FP8, kWgmmaMinTokensQuant for NVFP4,
 // lower where the streaming kernels are bound by their instructions, not HBM. NOTE: measured on an
@@ -126,16 +134,14 @@ constexpr double kWgmmaMinTokensQuant = 48;
 //   us) but skewed routing loses where the hybrid takes the hot experts (zipf1 T 896 / 1024 / 1280
 //   3178 / 3271 / 3561 -> 3779 / 3699 / 3826; zipf1.5 T 1024 3050 -> 3711): its hybrid's lower
 //   per-expert threshold (moe_launch) recovers most of uniform's gap instead.
-constexpr double kWgmmaMinTokensTp[3] = {24, 12, 20};  // BF16, FP8, NVFP4 (I <= kWgmmaTpMaxI)
-constexpr int64_t kWgmmaTpMaxI = 256;
-constexpr double kWgmmaMinTokensNvfp4FewExperts = 20;  // NVFP4 with E < 128
-constexpr double kTcWideTokensPerExpert = 64;
-// NVFP4's hybrid big tiles in FP8 (moe_launch): from this many rows, and below it only with this
-// many experts on the GPU or more (EP8's 32 lost 1-3% there, the unsharded 256 won up to 44%).
-constexpr int64_t kGroupedNvf8HybridMinRows = 256;
-constexpr int64_t kGroupedNvf8HybridMinExperts = 128;
-// NVFP4's hybrid per-expert threshold of 32 (moe_launch) from this many rows.
-constexpr int64_t kGroupedNvfp4Hybrid32MinRows = 512;
+namespace {
+double wgmma_min_mean(const MoeShape& s) {
+  const bool nvfp4 = s.fmt == GroupedFmt::kNvfp4;
+  if (s.I <= 256) return s.fmt == GroupedFmt::kBf16 ? 24 : nvfp4 ? 20 : 12;  // TP8 shards
+  if (nvfp4) return s.E < kGroupedNvf8HybridMinExperts ? 20 : kWgmmaMinTokensQuant;
+  return kWgmmaMinTokensBf16;
+}
+}  // namespace
 
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim) {
   // Expected tokens per expert (T*K/E). Measured on the H200 (docs/perf.md, sweep of 2026-11-30):
@@ -209,14 +215,7 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   // Many tokens per expert: the tensor-core tile GEMM (BF16); 128-token tiles with two CTAs per
   // SM where they fit (sm_90; one on sm_120) from 64 tokens per expert, 64-token tiles below.
   // sm_90: the warpgroup-MMA GEMM for every format once most experts fill its 128-token tiles.
-  const double wg_min = s.I <= kWgmmaTpMaxI ? kWgmmaMinTokensTp[bf16    ? 0
-                                                                : nvfp4 ? 2
-                                                                        : 1]
-                        : nvfp4 && s.E < kGroupedNvf8HybridMinExperts
-                            ? kWgmmaMinTokensNvfp4FewExperts
-                        : nvfp4 ? kWgmmaMinTokensQuant
-                                : kWgmmaMinTokensBf16;
-  if (mean >= wg_min) {
+  if (mean >= wgmma_min_mean(s)) {
     const MoeKernelConfig w{16, 8, 1, false, true, true};
     if (moe_config_fits(w, s.fmt, lim)) return w;
   }
@@ -252,10 +251,11 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
     // 0.745 (4138 -> 3586 us, 5003 -> 3720), zipf1 T 512..1280 0.967-0.978, zipf1.5 0.956-1.008,
     // hot8 level; EP8 uniform T 1280 0.793, zipf1 / zipf1.5 T 512 0.964 / 0.938, T 256 0.973-1.019
     // (level below T 512 everywhere); TP8 (I 256, split gate_up) 1.01-1.30: not there.
-    // (From T 512 rows the big tiles are F4 on any number of experts: kGroupedNvf8HybridMinRows.)
+    // (From T 512 rows the big tiles are F4 on any number of experts: kGroupedNvf8HybridMinRows.
+    // I unknown (0) counts as split.)
     static_assert(kGroupedNvfp4Hybrid32MinRows >= kGroupedNvf8HybridMinRows);
     if (f == GroupedFmt::kNvfp4 && T >= kGroupedNvfp4Hybrid32MinRows &&
-        I > 128 * kHybridSplitMaxBlocks)
+        !grouped_hybrid_split_k(l, f, T, I))
       l.wgmma_min_tokens = 32;
     // ... and only when the qualifying experts would stream enough bytes to pay for the
     // warpgroup-MMA launches' narrow pass after the streaming one. NOTE: measured on the H200
