@@ -3,7 +3,8 @@
 # device tool: carry [".deps"] from scripts/gpu-deps.sh). Phases, one device call each (each
 # under 600 s): `bash experiments/2026-12-05-f4-two-producers.sh test` (applies the patch to the
 # device copy of the tree, builds moe_bench + moe_grouped_tests, the bit-identity test, memcheck,
-# racecheck), then `... ab` (interleaved A/B against --wg 1, and the heuristic alone), then `... more`
+# racecheck), then `... ab` (interleaved A/B against --wg 1, and against the heuristic,
+# whose hybrid then takes its big tiles on P2), then `... more`
 # (zipf1, sustained blocks). Log: $OUT/p2.log.
 set -u
 o=${OUT:-/tmp/out}; mkdir -p $o; L=$o/p2.log
@@ -31,11 +32,14 @@ TAIL=6 TMO=150 run racecheck compute-sanitizer --tool racecheck --error-exitcode
 fi
 if [ $phase = ab ] || [ $phase = all ]; then
 TMO=240 run ab $H --fmt nvfp4 --shape glm5,dsv3,glm5-ep8,glm5-tp8 --tokens 256,512,768,1024,1536,2048 --wg 1 --ab "--wip-f4p2 1"
-TMO=200 run heur $H --fmt nvfp4 --shape glm5,dsv3,glm5-ep8,glm5-tp8 --tokens 256,512,768,1024,1536,2048
+# the heuristic's launch (A: the heuristic alone; B: where it is the hybrid with F4 big tiles,
+# glm5 / dsv3 from T 512, EP8 below its full launch, those tiles on P2; elsewhere B = A)
+TMO=240 run ab-heur $H --fmt nvfp4 --shape glm5,dsv3,glm5-ep8,glm5-tp8 --tokens 256,512,768,1024,1280,1536,2048 --ab "--wip-f4p2 1"
 fi
 if [ $phase = more ] || [ $phase = all ]; then
 # main's narrow F4 instances spill (consumers at 216: gate_up 232 / 356 bytes): against the full one
 TMO=150 run ab-narrow $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --tokens 512,1024,2048 --wg 1 --ab "--narrow 0"
+run ab-zipf-heur $H --fmt nvfp4 --shape glm5,glm5-ep8 --routing zipf1 --tokens 512,1024,2048 --ab "--wip-f4p2 1"
 run ab-zipf $H --fmt nvfp4 --shape glm5,glm5-ep8 --routing zipf1 --tokens 512,1024,2048 --wg 1 --ab "--wip-f4p2 1"
 TMO=200 run sus $H --fmt nvfp4 --shape glm5,glm5-ep8 --tokens 768,1024,1536 --wg 1 --ab "--wip-f4p2 1" --sustain-ms 800 --ab-blocks 3
 fi
