@@ -5,7 +5,8 @@
 # device copy of the tree, builds moe_bench + moe_grouped_tests, the bit-identity test, memcheck,
 # racecheck), then `... ab` (interleaved A/B against --wg 1, and against the heuristic,
 # whose hybrid then takes its big tiles on P2), then `... more`
-# (zipf1, sustained blocks). Log: $OUT/p2.log.
+# (zipf1, sustained blocks, narrow F4 against full), then `... probe` (the P2 kernel without its
+# dequantization / wgmma: what bounds it). Log: $OUT/p2.log.
 set -u
 o=${OUT:-/tmp/out}; mkdir -p $o; L=$o/p2.log
 source scripts/gpu-env.sh; moe_unpack_deps || exit 2
@@ -42,5 +43,12 @@ TMO=150 run ab-narrow $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --tokens 512
 run ab-zipf-heur $H --fmt nvfp4 --shape glm5,glm5-ep8 --routing zipf1 --tokens 512,1024,2048 --ab "--wip-f4p2 1"
 run ab-zipf $H --fmt nvfp4 --shape glm5,glm5-ep8 --routing zipf1 --tokens 512,1024,2048 --wg 1 --ab "--wip-f4p2 1"
 TMO=200 run sus $H --fmt nvfp4 --shape glm5,glm5-ep8 --tokens 768,1024,1536 --wg 1 --ab "--wip-f4p2 1" --sustain-ms 800 --ab-blocks 3
+fi
+if [ $phase = probe ] || [ $phase = all ]; then
+# timing probes of the P2 kernel (wrong results): B without the dequantization (1), without the
+# consumer's wgmma (2), without either (3: the copy structure alone)
+for pr in 1 2 3; do
+  TMO=150 run probe-$pr $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --tokens 768,1024,1536 --wg 1 --wip-f4p2 1 --ab "--wip-f4p2-probe $pr"
+done
 fi
 echo "== done $(date +%T)" >> $L
