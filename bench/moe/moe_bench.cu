@@ -478,7 +478,7 @@ int main(int argc, char** argv) {
             if (std::find(cands.begin(), cands.end(), heur) == cands.end()) cands.push_back(heur);
           } else {
             MoeKernelConfig c = heur;
-            if (force_wg) c = MoeKernelConfig{16, 8, 1, false, true, true};
+            if (force_wg) c = kMoeWgmmaConfig;
             if (force_nb) c.nb = force_nb;
             if (force_warps) c.warps_per_cta = force_warps;
             if (force_ctas) c.ctas_per_sm = force_ctas;

@@ -315,9 +315,6 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
         << moe_fmt_name(f);
 }
 
-// Scratch of the FP8 activations (GroupedScratch::q): none unless FP8 experts reach the
-// warpgroup-MMA GEMM with fp8_act (tc launch, or the hybrid at T >= its threshold); then the
-// larger of x [T, D] and h [T*KS, I] in E4M3 bytes (16-byte rounded) plus an f32 per 128.
 // The warpgroup-MMA launch's threshold in expected tokens per expert (T K / E) depends on the
 // shape: TP8 shards (I <= 256) from 24 (BF16) / 12 (FP8) / 20 (NVFP4), NVFP4 with fewer than 128
 // experts from 20, else 32 (BF16, FP8) / 48 (NVFP4); and NVFP4's hybrid takes experts of 32 or
@@ -368,6 +365,9 @@ TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   EXPECT_TRUE(moe_launch(d, sm90, nv, 1024, 256, 2048).nvfp4_f8);
 }
 
+// Scratch of the FP8 activations (GroupedScratch::q): none unless FP8 experts reach the
+// warpgroup-MMA GEMM with fp8_act (tc launch, or the hybrid at T >= its threshold); then the
+// larger of x [T, D] and h [T*KS, I] in E4M3 bytes (16-byte rounded) plus an f32 per 128.
 TEST(MoeConfig, Fp8ActivationScratch) {
   const int64_t T = 300, D = 384, I = 256, KS = 3;
   GroupedLaunch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};

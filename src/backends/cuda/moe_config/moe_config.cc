@@ -84,7 +84,7 @@ std::vector<MoeKernelConfig> moe_candidate_configs(const MoeShape& s, const MoeD
       if (moe_config_fits(c, s.fmt, lim)) out.push_back(c);
     }
   // Its Hopper warpgroup-MMA form (128-token tiles, one CTA per SM; sm_90 only).
-  if (const MoeKernelConfig w{16, 8, 1, false, true, true};
+  if (const MoeKernelConfig w = kMoeWgmmaConfig;
       8 * w.nb <= 2 * std::max<int64_t>(s.T, 8) && moe_config_fits(w, s.fmt, lim))
     out.push_back(w);
   return out;
@@ -216,7 +216,7 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   // SM where they fit (sm_90; one on sm_120) from 64 tokens per expert, 64-token tiles below.
   // sm_90: the warpgroup-MMA GEMM for every format once most experts fill its 128-token tiles.
   if (mean >= wgmma_min_mean(s)) {
-    const MoeKernelConfig w{16, 8, 1, false, true, true};
+    const MoeKernelConfig w = kMoeWgmmaConfig;
     if (moe_config_fits(w, s.fmt, lim)) return w;
   }
   if (bf16 && mean >= kTcMinTokensPerExpert) {
@@ -241,7 +241,7 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   l.wgmma = c.tc && c.wgmma;
   l.cc = lim.cc;
   // Hybrid: experts with many tokens of a call go to the warpgroup-MMA GEMM (sm_90 only).
-  if (!c.tc && moe_config_fits(MoeKernelConfig{16, 8, 1, false, true, true}, f, lim)) {
+  if (!c.tc && moe_config_fits(kMoeWgmmaConfig, f, lim)) {
     l.wgmma_min_tokens =
         static_cast<int>(f == GroupedFmt::kBf16 ? kWgmmaMinTokensBf16 : kWgmmaMinTokensQuant);
     // NVFP4 from 32 tokens per expert where its big tiles are computed in FP8 (F4) and do not

@@ -55,6 +55,8 @@ struct MoeKernelConfig {
   int regs_per_thread(GroupedFmt f) const;
   bool operator==(const MoeKernelConfig&) const = default;
 };
+// The Hopper warpgroup-MMA GEMM's configuration (128-token tiles, one 256-thread CTA per SM).
+inline constexpr MoeKernelConfig kMoeWgmmaConfig{16, 8, 1, false, true, true};
 
 // Device limits a configuration must respect (from DeviceInfo; tests build them by hand).
 struct MoeDeviceLimits {
