@@ -6,7 +6,8 @@
 # racecheck), then `... ab` (interleaved A/B against --wg 1, and against the heuristic,
 # whose hybrid then takes its big tiles on P2), then `... more`
 # (zipf1, sustained blocks, narrow F4 against full), then `... probe` (the P2 kernel without its
-# dequantization / wgmma: what bounds it). Log: $OUT/p2.log.
+# dequantization / wgmma: what bounds it), `... cross` (the heuristic against the full launch on
+# P2 by routing and T, P2 at the upper end, the hybrid's big tiles on P2). Log: $OUT/p2.log.
 set -u
 o=${OUT:-/tmp/out}; mkdir -p $o; L=$o/p2.log
 source scripts/gpu-env.sh; moe_unpack_deps || exit 2
@@ -50,5 +51,17 @@ if [ $phase = probe ] || [ $phase = all ]; then
 for pr in 1 2 3; do
   TMO=150 run probe-$pr $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --tokens 768,1024,1536 --wg 1 --wip-f4p2 1 --ab "--wip-f4p2-probe $pr"
 done
+fi
+if [ $phase = cross ] || [ $phase = all ]; then
+# where the full launch on P2 overtakes the heuristic (A: the heuristic; B: every expert on the
+# warpgroup-MMA launch, P2), by routing; then P2 against the one-producer kernel at the upper
+# end (where experts take a second 64-token tile); then the hybrid's big tiles on P2 under hot /
+# skewed routing at small T (B/A of the heuristic with and without P2 big tiles)
+for r in uniform zipf1 hot8; do
+  TMO=120 TAIL=200 run cross-$r $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --routing $r --tokens 192,256,320,384,448,512,768,1024 --ab "--wg 1 --wip-f4p2 1"
+done
+TMO=120 TAIL=200 run cross-dsv3 $H --fmt nvfp4 --shape dsv3 --routing uniform,zipf1 --tokens 256,384,512,1024 --ab "--wg 1 --wip-f4p2 1"
+TMO=120 TAIL=200 run upper $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --routing uniform,zipf1 --tokens 1536,1792,2048,2560 --wg 1 --ab "--wip-f4p2 1"
+TMO=120 TAIL=200 run big $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --routing hot8,zipf1 --tokens 48,64,128,256,384 --ab "--wip-f4p2 1"
 fi
 echo "== done $(date +%T)" >> $L
