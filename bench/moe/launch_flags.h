@@ -34,6 +34,8 @@ struct LaunchOverrides {
   int x_pos = -1;            // --x-pos 0|1 (GroupedLaunch::x_pos)
   int early_gu = -1;         // --early-gu 0|1 (GroupedLaunch::early_gate_up)
   int group_warp = -1;       // --group-warp 0|1 (GroupedLaunch::group_one_warp)
+  int f4p2 = -1;             // --f4p2 N (GroupedLaunch::f4p2_max_mean)
+  int f4p2_big = -1;         // --f4p2-big 0|1 (GroupedLaunch::f4p2_big)
   double hybrid_gb = -1;     // --hybrid-gb X (GroupedLaunch::hybrid_min_bytes / 1e9)
   double hybrid_share = -1;  // --hybrid-share X (GroupedLaunch::hybrid_min_share)
 
@@ -63,6 +65,8 @@ struct LaunchOverrides {
     if (x_pos >= 0) l.x_pos = x_pos;
     if (early_gu >= 0) l.early_gate_up = early_gu == 1;
     if (group_warp >= 0) l.group_one_warp = group_warp == 1;
+    if (f4p2 >= 0) l.f4p2_max_mean = f4p2;
+    if (f4p2_big >= 0) l.f4p2_big = f4p2_big == 1;
     if (hybrid_gb >= 0) l.hybrid_min_bytes = hybrid_gb * 1e9;
     if (hybrid_share >= 0) l.hybrid_min_share = hybrid_share;
     return l;
@@ -105,6 +109,15 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
     o->hybrid_min = static_cast<int>(n);
     return 1;
   }
+  if (a == "--f4p2") {
+    long long n = 0;
+    if (!parse_int_in_range(
+            a, v, 0, 1 << 20,
+            "N >= 0 (slots per expert below which F4 runs on two producers; 0: never)", &n))
+      return -1;
+    o->f4p2 = static_cast<int>(n);
+    return 1;
+  }
   if (a == "--hybrid-gb")
     return parse_in_range(a, v, 1e6, "GB >= 0 (0: the hybrid whenever an expert qualifies)",
                           &o->hybrid_gb)
@@ -134,6 +147,7 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
                 : a == "--x-pos"      ? &o->x_pos
                 : a == "--early-gu"   ? &o->early_gu
                 : a == "--group-warp" ? &o->group_warp
+                : a == "--f4p2-big"   ? &o->f4p2_big
                                       : nullptr;
   if (flag01 == nullptr) return 0;
   if (v != "0" && v != "1") {

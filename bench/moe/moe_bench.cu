@@ -26,7 +26,8 @@
 //                  [--ws 0|1] [--pairs 0|1] [--narrow 0|1] [--pdl 0|1] [--hybrid-min N]
 //                  [--hybrid-pdl 0|1] [--hybrid-gb X] [--hybrid-share X] [--pdl-light 0|1]
 //                  [--split-k 0|1] [--hquant 0|1] [--nvf8 0|1] [--act-t 0|1] [--act-tma 0|1]
-//                  [--x-pos 0|1] [--early-gu 0|1] [--group-warp 0|1]
+//                  [--x-pos 0|1] [--early-gu 0|1] [--group-warp 0|1] [--f4p2 N]
+//                  [--f4p2-big 0|1]
 //                  [--sustain-ms N] [--ab "LAUNCH FLAGS"] [--ab-blocks N]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
@@ -75,15 +76,18 @@
 // slots from the ids and issues its first weight stages before it waits for the grouping).
 // --group-warp 0|1 GroupedLaunch::group_one_warp (1, the default: the grouping of <= 32 slots by
 // one warp; 0: by block 0's 512 threads).
+// --f4p2 N GroupedLaunch::f4p2_max_mean (NVFP4 computed in FP8 on the full warpgroup-MMA launch:
+// two producer warpgroups for one consumer on 64-token tiles below N slots per expert; 0: never).
+// --f4p2-big 0|1 GroupedLaunch::f4p2_big (the hybrid's F4 big tiles on that kernel, 64 tokens).
 // --ab "FLAGS": an interleaved A/B of each case (one configuration, no --sweep): A is the launch
 // of the command line, B the same plus FLAGS (launch flags only: --f8act, --r2, --two-step,
 // --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,
 // --hquant, --nvf8, --act-t, --act-tma, --x-pos, --early-gu, --group-warp, --hybrid-gb,
-// --hybrid-share; e.g. --ab "--hybrid-min 0"). Both graphs are captured and their replays
-// alternate (A B, B A, ...; each after its own L2 flush), so both see the same clocks and power
-// state; a line "ab ..." gives A's and B's medians and the median of the per-replay ratios B / A
-// (the table row is A's; --json adds ab_us and ab_ratio). Separate calls of the same case differ by
-// up to 2-5% at prefill and under NVFP4's power limit (docs/perf.md).
+// --hybrid-share, --f4p2, --f4p2-big; e.g. --ab "--hybrid-min 0"). Both graphs are captured and
+// their replays alternate (A B, B A, ...; each after its own L2 flush), so both see the same clocks
+// and power state; a line "ab ..." gives A's and B's medians and the median of the per-replay
+// ratios B / A (the table row is A's; --json adds ab_us and ab_ratio). Separate calls of the same
+// case differ by up to 2-5% at prefill and under NVFP4's power limit (docs/perf.md).
 // --ab-blocks N (with --ab and --sustain-ms S): N rounds of blocks instead of single replays,
 // each round A held S ms then `iters` timed replays of A, then the same for B (B first in odd
 // rounds); the "ab" line gives the medians over the rounds of the blocks' medians and of the

@@ -178,6 +178,11 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_FALSE(moe_launch(d, sm90, f, 48, 127).nvfp4_f8) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm120, f, 48, 256).nvfp4_f8) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm120, f, 256).nvfp4_f8) << moe_fmt_name(f);
+    // NVFP4's full launch on two producer warpgroups below 64 slots per expert; the hybrid's big
+    // tiles on one (not measured under hot routing), and no other format or launch.
+    EXPECT_EQ(moe_launch(w, sm90, f, 4096).f4p2_max_mean, nv ? 64 : 0) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 256).f4p2_max_mean, 0) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, sm90, f, 1024).f4p2_big) << moe_fmt_name(f);
     EXPECT_EQ(grouped_fp8_act_bytes(moe_launch(d, sm90, f, 256), f, 256, 6144, 2048, 8) > 0,
               fp8 || nv)
         << moe_fmt_name(f);
@@ -316,8 +321,8 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
 }
 
 // The warpgroup-MMA launch's threshold in expected tokens per expert (T K / E) depends on the
-// shape: TP8 shards (I <= 256) from 24 (BF16) / 12 (FP8) / 20 (NVFP4), NVFP4 with fewer than 128
-// experts from 20, else 32 (BF16, FP8) / 48 (NVFP4); and NVFP4's hybrid takes experts of 32 or
+// shape: TP8 shards (I <= 256) from 24 (BF16) / 12 (FP8) / 16 (NVFP4), NVFP4 with fewer than 128
+// experts from 16, else 32 (BF16, FP8) / 48 (NVFP4); and NVFP4's hybrid takes experts of 32 or
 // more tokens from T 512 rows where its big tiles are F4 and gate_up is not split (I > 512).
 TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
@@ -332,11 +337,11 @@ TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   EXPECT_TRUE(wg(768, 256, 256, 8, bf16));   // 24
   EXPECT_FALSE(wg(352, 256, 256, 8, fp8));   // 11
   EXPECT_TRUE(wg(384, 256, 256, 8, fp8));    // 12
-  EXPECT_FALSE(wg(608, 256, 256, 8, nv));    // 19
-  EXPECT_TRUE(wg(640, 256, 256, 8, nv));     // 20
-  // EP8 (32 local experts, a slot per row): NVFP4 from 20, the others as unsharded.
-  EXPECT_FALSE(wg(608, 2048, 32, 1, nv));
-  EXPECT_TRUE(wg(640, 2048, 32, 1, nv));
+  EXPECT_FALSE(wg(480, 256, 256, 8, nv));    // 15
+  EXPECT_TRUE(wg(512, 256, 256, 8, nv));     // 16
+  // EP8 (32 local experts, a slot per row): NVFP4 from 16, the others as unsharded.
+  EXPECT_FALSE(wg(511, 2048, 32, 1, nv));
+  EXPECT_TRUE(wg(512, 2048, 32, 1, nv));
   EXPECT_FALSE(wg(640, 2048, 32, 1, fp8));
   EXPECT_FALSE(wg(992, 2048, 32, 1, bf16));
   EXPECT_TRUE(wg(1024, 2048, 32, 1, fp8));

@@ -1215,6 +1215,80 @@ TEST_F(MoeGroupedTest, F4ActivationsByTmaAreBitIdentical) {
   EXPECT_GE(moved.f4_down, 1) << "shared expert alone: h not by TMA";
 }
 
+// F4 with two producer warpgroups and one consumer warpgroup on 64-token tiles (GroupedLaunch::
+// f4p2_max_mean, f4p2_big) gives the bits of F4's full instance on 128-token tiles (each output the
+// same k-loop and promotions; only the tiling of an expert's tokens differs): the full launch,
+// gathered or by TMA, with h quantized in gate_up's epilogue or by moe_quant_rows over the 64-token
+// list, and the hybrid's big tiles (MoeGroupParams::big_tile 64; I 640: no split-K). At or above
+// f4p2_max_mean slots per expert the call stays on the one-producer kernel.
+TEST_F(MoeGroupedTest, F4TwoProducersIsBitIdentical) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  Launch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+  tc.nvfp4_f8 = true;
+  tc.wgmma_narrow = 0;
+  Launch hy{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+  hy.nvfp4_f8 = true;
+  hy.wgmma_ws = true;
+  hy.wgmma_narrow = 0;
+  Launch hy_rows = hy;  // h of the big tiles quantized by moe_quant_rows (over the 64-token list)
+  hy_rows.wgmma_hquant = false;
+  Launch tc_rows = tc;  // the same on the full launch
+  tc_rows.wgmma_hquant = false;
+  struct Case {
+    const char* what;
+    int64_t T, D, I, E, K;
+    Routing r;
+    Launch l;
+  };
+  const Case cases[] = {
+      {"200 per expert", 400, 768, 512, 4, 2, Routing::kRandom, tc},
+      {"75 per expert", 300, 256, 128, 8, 2, Routing::kRandom, tc},
+      {"one expert", 77, 512, 256, 8, 3, Routing::kOne, tc},
+      {"many experts", 1000, 256, 128, 64, 3, Routing::kRandom, tc},
+      {"few tokens", 9, 512, 256, 8, 2, Routing::kRandom, tc},
+      {"h by moe_quant_rows", 300, 256, 128, 8, 2, Routing::kRandom, tc_rows},
+      {"hybrid, one expert", 200, 512, 640, 8, 2, Routing::kOne, hy},
+      {"hybrid, 60 tokens", 60, 512, 640, 8, 2, Routing::kOne, hy},
+      {"hybrid, 75 per expert", 300, 256, 640, 8, 2, Routing::kRandom, hy},
+      {"hybrid, h by moe_quant_rows", 200, 512, 640, 8, 2, Routing::kOne, hy_rows},
+      {"hybrid, some experts big", 400, 256, 640, 32, 3, Routing::kRandom, hy}};
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (const Case& c : cases)
+      for (int xp : {0, 1}) {
+        const bool hybrid = c.l.wgmma_min_tokens > 0;
+        if (hybrid && xp == 1) continue;  // (no x by position with the hybrid)
+        Launch a = c.l;
+        a.x_pos = xp;
+        a.f4p2_max_mean = 0;
+        a.f4p2_big = false;
+        Launch b = a;
+        // P2 (hybrid: its big tiles) just below the call's slots per expert (T * K < max * E)
+        const int64_t mean_up = (c.T * c.K + c.E - 1) / c.E;  // ceil(T * K / E)
+        if (hybrid)
+          b.f4p2_big = true;
+        else
+          b.f4p2_max_mean = static_cast<int>(c.T * c.K % c.E == 0 ? mean_up + 1 : mean_up);
+        const int64_t before = grouped_f4p2_calls();
+        const Tensor ya = check(Fmt::kNvfp4, c.T, c.D, c.I, c.E, c.K, c.r, a);
+        EXPECT_EQ(grouped_f4p2_calls(), before) << c.what;
+        const Tensor yb = check(Fmt::kNvfp4, c.T, c.D, c.I, c.E, c.K, c.r, b);
+        EXPECT_EQ(grouped_f4p2_calls() - before, 1) << c.what << ": P2 did not run";
+        EXPECT_EQ(differing_floats(ya, yb), 0)
+            << c.what << ": T " << c.T << " x_pos " << xp << " packed " << packed;
+        if (!hybrid && xp == 0 && !packed) {  // at the bound: the one-producer kernel, same bits
+          Launch at = a;
+          at.f4p2_max_mean = static_cast<int>(c.T * c.K / c.E);
+          const Tensor yc = check(Fmt::kNvfp4, c.T, c.D, c.I, c.E, c.K, c.r, at);
+          EXPECT_EQ(grouped_f4p2_calls() - before, 1) << c.what << ": P2 ran at its bound";
+          EXPECT_EQ(differing_floats(ya, yc), 0) << c.what;
+        }
+      }
+  }
+  prepare_ = false;
+}
+
 // The hybrid's gate_up split along k where its items fill less than half the GPU
 // (GroupedLaunch::hybrid_split_k; ws_split_count): FP8 on the warp-specialized kernel (E4M3,
 // tensor maps), FP8 on the 256-thread kernel with E4M3 (no ws) and with F16 activations, BF16 and

@@ -134,11 +134,29 @@ constexpr int64_t kGroupedNvfp4Hybrid32MinRows = 512;
 //   us) but skewed routing loses where the hybrid takes the hot experts (zipf1 T 896 / 1024 / 1280
 //   3178 / 3271 / 3561 -> 3779 / 3699 / 3826; zipf1.5 T 1024 3050 -> 3711): its hybrid's lower
 //   per-expert threshold (moe_launch) recovers most of uniform's gap instead.
+// NVFP4 on sharded shapes (TP8's I 256, EP8's 32 experts) since its full launch runs on two
+// producer warpgroups below kF4P2MaxMean slots per expert (GroupedLaunch::f4p2_max_mean): the full
+// launch from 16 per expert. NOTE: measured on an H100 (docs/perf.md, 2026-12-05 session 49;
+// uniform routing, the heuristic of then against moe_bench --wg 1 with P2, interleaved): EP8 T 256
+// / 512 / 768 / 1024 (9 / 17 / 26 / 33 per expert) 306.8 / 407.4 / 432.0 / 438.0 us against
+// 336.0 / 334.5 / 340.5 / 346.8; TP8 T 256 / 512 / 768 (8 / 16 / 24) 344.1 / 477.1 / 537.6
+// against 397.0 / 428.5 / 455.5. Unsharded NVFP4 keeps 48 although uniform routing gains from 16
+// per expert too (glm5 T 512 / 768 / 1024 2878 / 3222 / 3619 us against 2551 / 2598 / 2632, dsv3
+// alike; T 256 1971 against 2448): skewed routing, which kept it there (above), is not measured
+// with P2 yet (experiments/2026-12-05-f4p2-landed.sh measures it and T 192..448).
+constexpr double kF4P2MinMeanSharded = 16;
+// P2's 64-token tiles against the one-producer kernel's 128 on the full launch: P2 below 64 slots
+// per expert. NOTE: measured on an H100 (docs/perf.md, 2026-12-05 session 49; moe_bench --wg 1
+// against the same with P2, interleaved, uniform routing): B/A glm5 / dsv3 / EP8 / TP8 at T 256..
+// 1536 (8..48 per expert) 0.78-0.85 (glm5 T 1024 3355 -> 2632 us), at T 2048 (64 per expert,
+// where experts take a second 64-token tile) 0.955 / 0.960 / 1.070 / 0.964.
+constexpr int kF4P2MaxMean = 64;
 namespace {
 double wgmma_min_mean(const MoeShape& s) {
   const bool nvfp4 = s.fmt == GroupedFmt::kNvfp4;
-  if (s.I <= 256) return s.fmt == GroupedFmt::kBf16 ? 24 : nvfp4 ? 20 : 12;  // TP8 shards
-  if (nvfp4) return s.E < kGroupedNvf8HybridMinExperts ? 20 : kWgmmaMinTokensQuant;
+  if (nvfp4 && (s.I <= 256 || s.E < kGroupedNvf8HybridMinExperts)) return kF4P2MinMeanSharded;
+  if (nvfp4) return kWgmmaMinTokensQuant;
+  if (s.I <= 256) return s.fmt == GroupedFmt::kBf16 ? 24 : 12;  // TP8 shards
   return kWgmmaMinTokensBf16;
 }
 }  // namespace
@@ -325,6 +343,12 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // the warpgroup-MMA launch at T 2048..8192 level to 1% slower; BF16 and NVFP4 mixed (NVFP4 glm5
   // T 1 +4.5%, TP8 T 8 +14%; BF16 glm5 / dsv3 T 2..8 +2..+6%): not for them.
   l.pdl = f == GroupedFmt::kFp8Block && lim.cc >= 90 && !l.wgmma;
+  // NVFP4's full launch on two producer warpgroups (P2) below kF4P2MaxMean slots per expert
+  // (run_grouped_experts decides per call by its T * K / E). The hybrid's big tiles stay on one
+  // producer (GroupedLaunch::f4p2_big): with uniform routing P2 took glm5 T 1024 / 1280 3619 /
+  // 4364 us to 3033 / 3104 (H100, session 49), but its hot experts take twice the tiles, and hot
+  // routing is not measured with it yet.
+  l.f4p2_max_mean = l.wgmma && l.nvfp4_f8 ? kF4P2MaxMean : 0;
   // The hybrid's extra launches (warpgroup-MMA GEMMs over the big tiles, FP8 quantization of their
   // rows) with PDL for every format. NOTE: measured on the H200 (docs/perf.md, 2026-12-03 session
   // 26, moe_bench --hybrid-pdl 0|1 against --hybrid-min 0, uniform routing, where their lists are

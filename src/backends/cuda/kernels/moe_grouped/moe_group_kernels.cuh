@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(kGroupThreads)
            1000LL * share_tiles >= static_cast<long long>(p.big_min_share) * sums.y);
       big = big && engage;
     }
-    const int tt = big ? kGroupedBigTile : p.tile_tokens;
+    const int tt = big ? p.big_tile : p.tile_tokens;
     const int nt = (c + tt - 1) / tt;
     const int2 ex = block_exclusive_scan2(make_int2(c, big ? 0 : nt), red, &total);
     if (threadIdx.x == 0) *p.num_tiles = total.y;

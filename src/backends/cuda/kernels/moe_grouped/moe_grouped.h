@@ -248,6 +248,16 @@ struct GroupedLaunch {
   // griddepcontrol.wait, so they load while the grouping kernel runs (weights need nothing of it;
   // the activations and positions are read after the wait, as always). Same bits either way.
   bool early_gate_up = false;
+  // NVFP4 computed in FP8 (nvfp4_f8) on the full warpgroup-MMA launch: two producer warpgroups
+  // dequantize for one consumer warpgroup (moe_wgmma_f4p2_kernel, "P2") on 64-token tiles, where a
+  // call has fewer than this many slots per expert (T * K < f4p2_max_mean * E; 0: never). Twice the
+  // dequantization per SM where it is the limit (an expert's tokens in one 64-token tile); above
+  // it an expert takes several tiles, each reading its weights again. moe_launch sets it
+  // (moe_config.cc says where it was measured); moe_bench --f4p2 N.
+  int f4p2_max_mean = 0;
+  // The hybrid's big tiles on P2 where they are F4: 64-token big tiles (MoeGroupParams::big_tile;
+  // moe_bench --f4p2-big 0|1).
+  bool f4p2_big = false;
   // The grouping of a call of at most 32 slots where no expert can take big tiles (no hybrid, or
   // its threshold above the slot count) and the list holds no pair units: warp 0 of the grouping
   // kernel's block 0 builds the list and the positions alone, in registers (match mask and
@@ -344,6 +354,9 @@ struct MoeGroupParams {
   int32_t* chunk_hist = nullptr;
   int64_t chunk_hist_bytes = 0;
   int chunks = 0;
+  // Tokens per big tile: kGroupedBigTile, or half of it for the F4 two-producer kernel's 64-token
+  // tiles (GroupedLaunch::f4p2_big). Last, so the other fields keep their offsets.
+  int big_tile = kGroupedBigTile;
 };
 // Bytes of MoeGroupParams::chunk_hist for T*K slots over E experts (0 when one block groups them).
 int64_t grouped_group_scratch_bytes(int64_t TK, int64_t E);
@@ -429,6 +442,9 @@ struct MoeGemmParams {
   // instead of 16-bit h in out. null: 16-bit h.
   uint8_t* hq = nullptr;
   float* hq_scale = nullptr;
+  // F4 on moe_wgmma_f4p2_kernel (two producer warpgroups, 64-token tiles; GroupedLaunch::
+  // f4p2_max_mean). Last, so the other fields keep their offsets (and the kernels their SASS).
+  bool f4p2 = false;
 };
 
 // Stream-K workspace of a grouped call with launch `l` (all zero unless pipelined): one counter
@@ -597,6 +613,9 @@ struct GroupedXPosCounts {
   int64_t calls = 0, copies = 0, f4_down = 0;
 };
 GroupedXPosCounts grouped_x_pos_counts();
+// This process's calls on the F4 two-producer kernel (GroupedLaunch::f4p2_max_mean, f4p2_big). For
+// the tests.
+int64_t grouped_f4p2_calls();
 // This process's calls whose gate_up got the ids for its own tile list (GroupedLaunch::
 // early_gate_up). For the tests.
 int64_t grouped_early_gate_up_calls();

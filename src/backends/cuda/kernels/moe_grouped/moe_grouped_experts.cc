@@ -239,6 +239,8 @@ GroupedXPosCounts grouped_x_pos_counts() {
   return {x_pos_calls.load(), x_pos_copies.load(), f4_down_tma_calls.load()};
 }
 int64_t grouped_early_gate_up_calls() { return early_gate_up_calls.load(); }
+std::atomic<int64_t> f4p2_calls{0};
+int64_t grouped_f4p2_calls() { return f4p2_calls.load(); }
 
 int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I) {
   if (!(l.hybrid_min_bytes > 0) || D <= 0 || I <= 0) return 0;
@@ -258,8 +260,9 @@ int grouped_hybrid_min_share(const GroupedLaunch& l) {
 }
 
 int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens) {
-  // The streaming list, then room for the hybrid's big-tile list.
-  return list_tiles(T * K, E, tile_tokens) + list_tiles(T * K, E, kGroupedBigTile);
+  // The streaming list, then room for the hybrid's big-tile list (of 64-token tiles at most:
+  // MoeGroupParams::big_tile).
+  return list_tiles(T * K, E, tile_tokens) + list_tiles(T * K, E, kGroupedBigTile / 2);
 }
 
 void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, const float* x,
@@ -309,6 +312,23 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // (a checkpoint's own buffers) the F16 kernel runs, in the same scratch.
   const bool f8 = grouped_fp8_act_bytes(l, ge.fmt, T, ge.D, ge.I, KS) > 0 &&
                   (ge.fmt != GroupedFmt::kNvfp4 || ge.gate_up.weight_align >= 4);
+  // F4's full launch below l.f4p2_max_mean slots per expert, or the hybrid's big tiles
+  // (l.f4p2_big), on the P2 kernel's 64-token tiles. (F4 on the hybrid never splits gate_up:
+  // grouped_fp8_act_bytes.)
+  const bool f4p2 =
+      f8 && ge.fmt == GroupedFmt::kNvfp4 &&
+      (l.wgmma ? T * KS < static_cast<int64_t>(l.f4p2_max_mean) * ge.E : hybrid && l.f4p2_big);
+  if (f4p2) {
+    ++f4p2_calls;
+    if (hybrid) {
+      gp.big_tile = 64;
+    } else {
+      gp.tile_tokens = 64;
+      gp.max_tiles = list_tiles(T * KS, ge.E, gp.tile_tokens);
+    }
+  }
+  // Tokens per tile of the warpgroup-MMA GEMM's list (the bound of moe_quant_rows below).
+  const int wg_tile = hybrid ? gp.big_tile : gp.tile_tokens;
   uint8_t* q = nullptr;
   float* qs = nullptr;
   uint8_t* hq = nullptr;  // h's E4M3 codes and scales for down (q, qs without wgmma_hquant)
@@ -451,6 +471,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       }
       p.pairs = pairs;
       p.narrow = hybrid ? grouped_hybrid_narrow(l, T) : grouped_wgmma_narrow(l, T, KS, ge.E);
+      p.f4p2 = f4p2;
     }
     launch_moe_gemm(p, l.wgmma ? l : lb, stream);
   };
@@ -507,8 +528,8 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   }
   gemm(p1, lg, s.sk_counters);
   if (f8 && !l.wgmma_hquant)  // h rows of the warpgroup-MMA tiles -> E4M3 (x's codes are done)
-    launch_moe_quant_rows(s.h, ge.I, wg_tiles, wg_num, list_tiles(T * KS, ge.E, kGroupedBigTile), q,
-                          qs, l.sm_count, stream, lb.pdl);
+    launch_moe_quant_rows(s.h, ge.I, wg_tiles, wg_num, list_tiles(T * KS, ge.E, wg_tile), q, qs,
+                          l.sm_count, stream, lb.pdl);
   MoeGemmParams p2 = ge.down;
   p2.act = s.h;
   p2.act_t = act_t;

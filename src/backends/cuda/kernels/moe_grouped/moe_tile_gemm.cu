@@ -137,13 +137,17 @@ void launch_wgmma_f4(const MoeGemmParams& p, const GroupedLaunch& l, Stream stre
       << " of " << (p.gate_up ? 128 : 256);
   MOE_CHECK(!p.pairs && p.tmap == nullptr && p.split_partials == nullptr && p.weight_align >= 4)
       << "moe_wgmma_gemm (NVFP4 in FP8): no pairs, tensor maps or split-K, 4-byte aligned scales";
+  using wgmma_gemm::moe_wgmma_f4p2_kernel;
   using wgmma_gemm::moe_wgmma_f4ws_kernel;
   constexpr void (*k[2][2])(MoeGemmParams) = {
       {moe_wgmma_f4ws_kernel<false, false>, moe_wgmma_f4ws_kernel<false, true>},
       {moe_wgmma_f4ws_kernel<true, false>, moe_wgmma_f4ws_kernel<true, true>}};
-  launch_persistent(
-      k[p.gate_up][p.narrow], p, wgmma_gemm::kWsThreads, wgmma_gemm::kSmemBytesF4, l.sm_count, 1,
-      p.gate_up ? "moe_grouped/wgmma_f4ws_gate_up" : "moe_grouped/wgmma_f4ws_down", stream, l.pdl);
+  constexpr void (*k2[2])(MoeGemmParams) = {moe_wgmma_f4p2_kernel<false>,
+                                            moe_wgmma_f4p2_kernel<true>};
+  launch_persistent(p.f4p2 ? k2[p.gate_up] : k[p.gate_up][p.narrow], p, wgmma_gemm::kWsThreads,
+                    wgmma_gemm::kSmemBytesF4, l.sm_count, 1,
+                    p.gate_up ? "moe_grouped/wgmma_f4ws_gate_up" : "moe_grouped/wgmma_f4ws_down",
+                    stream, l.pdl);
 }
 
 void launch_wgmma(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {

@@ -66,15 +66,24 @@ struct F4Cursor {
 };
 // F4: the cursor's k-step into raw stage `raw`: 16 code bytes of each unit at [unit][thread], then
 // the unit's scale word at [unit][thread].
-template <bool GU>
+// (Two producer warpgroups, GroupedLaunch::f4p2_max_mean: units i0 .. i0 + NU - 1 only.)
+template <bool GU, int NU = 8>
 __device__ __forceinline__ void f4_copy(const MoeGemmParams& p, const F4Cursor& q, int tid,
-                                        uint32_t raw) {
+                                        uint32_t raw, int i0 = 0) {
   const int64_t wstep = 16 * p.Kd, sstep = 2 * p.Kd;  // 32 rows
+  static_assert(NU == 8 || NU == 4, "all 8 units, or 4 from i0 = 0 or 4");
+  // (NU 4: gate_up's units 0..3 are gate's, 4..7 up's; the matrix by a select, not an index, which
+  // would put the cursor in local memory.)
+  const uint8_t* wd = NU == 8 || !GU ? q.wd[0] : i0 ? q.wd[1] : q.wd[0];
+  const uint8_t* sd = NU == 8 || !GU ? q.sd[0] : i0 ? q.sd[1] : q.sd[0];
+  if (NU == 4 && !GU) wd += i0 * wstep, sd += i0 * sstep;
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int m = GU ? i / 4 : 0, ii = GU ? i % 4 : i;
-    grouped::cp_async16(raw + (i * 128 + tid) * 16, q.wd[m] + ii * wstep);
-    grouped::cp_async4(raw + kF4RawCodeBytes + (i * 128 + tid) * 4, q.sd[m] + ii * sstep);
+  for (int u = 0; u < NU; ++u) {
+    const int i = i0 + u;
+    const int m = GU && NU == 8 ? u / 4 : 0, ii = GU ? u % 4 : u;
+    grouped::cp_async16(raw + (i * 128 + tid) * 16, (m ? q.wd[1] : wd) + ii * wstep);
+    grouped::cp_async4(raw + kF4RawCodeBytes + (i * 128 + tid) * 4,
+                       (m ? q.sd[1] : sd) + ii * sstep);
   }
 }
 // F4: the magnitude tables of every e4m3 block scale s into shared memory at `lut` (8 bytes per
@@ -150,10 +159,11 @@ __device__ __forceinline__ void f4_convert_store(const F4Thread& t, const F4Raw&
           : "memory");
   }
 }
+template <int NU = 8>
 __device__ __forceinline__ void f4_dequant(const F4Thread& t, int tid, uint32_t raw, uint32_t tile,
-                                           uint32_t lut) {
+                                           uint32_t lut, int u0 = 0) {
 #pragma unroll
-  for (int i0 = 0; i0 < 8; i0 += 4) {
+  for (int i0 = u0; i0 < u0 + NU; i0 += 4) {
     F4Raw r;
     uint32_t l[4][2][2];
     f4_load_raw(r, tid, raw, i0);

@@ -236,10 +236,15 @@ __device__ __forceinline__ void f4_seek(const MoeGemmParams& p, int unit, int n_
   }
 }
 
-template <bool GU, bool PAIRS, bool NARROW, bool SPLIT, bool F4 = false>
+// P2 (GroupedLaunch::f4p2_max_mean, f4p2_big; F4 only): two producer warpgroups dequantize (4 units
+// of each stage per thread instead of 8) for one consumer warpgroup, which computes tiles of at
+// most 64 tokens (the grouping's 64-token tiles) against all 256 staged weight rows.
+template <bool GU, bool PAIRS, bool NARROW, bool SPLIT, bool F4 = false, bool P2 = false>
 __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   static_assert(!SPLIT || !PAIRS, "split-K is for the single-CTA kernel");
   static_assert(!F4 || (!PAIRS && !SPLIT), "F4: the single-CTA kernel without split-K");
+  static_assert(!P2 || (F4 && !NARROW), "P2: F4's full instance on 64-token tiles");
+  constexpr int kProdWarps = P2 ? 8 : 4, kConsWarps = P2 ? 4 : 8;
   constexpr int kSt = F4 ? kF4Stages : kWsStages;
   grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
   grouped::pdl_launch_dependents();
@@ -276,8 +281,11 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     for (int st = 0; st < kSt; ++st) {
       // The producer threads + the TMA arrival (F4: the producer threads twice, copies and stores;
       // with the activations by TMA once, after their stores: the boxes count as bytes).
-      grouped::mbar_init(full + 8 * st, F4 ? (act_tma ? 128 : 256) : 128 + 1);
-      grouped::mbar_init(empty + 8 * st, PAIRS ? 16 : 8);  // the consumers' warps (both CTAs)
+      // (P2: 256 producer threads' stores, + the first warpgroup's gather arrivals.)
+      grouped::mbar_init(full + 8 * st, P2   ? (act_tma ? 256 : 384)
+                                        : F4 ? (act_tma ? 128 : 256)
+                                             : 128 + 1);
+      grouped::mbar_init(empty + 8 * st, PAIRS ? 16 : kConsWarps);  // the consumers' warps
     }
     grouped::mbar_init_fence();
   }
@@ -289,19 +297,24 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   // F4's producer dequantizes: more registers for it, fewer for the consumers (at 216 the plain
   // instances' consumers do not spill; 56 / 224 spilled the producer's loop state, 60 bytes; 72
   // for its loads in batches of 4 units, which spill 4 bytes around the `empty` wait in gate_up).
-  constexpr int kProdRegs = F4 ? 72 : 40, kConsRegs = F4 ? 216 : 232;
-  static_assert(128 * kProdRegs + 256 * kConsRegs <= 168 * kWsThreads);
-  if (warp < 4 && F4) {
+  // P2: 256 x 96 + 128 x 232 (72 / 80 for its producers spilled 32 / 12 bytes in gate_up; 96 none).
+  constexpr int kProdRegs = P2 ? 96 : F4 ? 72 : 40, kConsRegs = P2 ? 232 : F4 ? 216 : 232;
+  static_assert(32 * kProdWarps * kProdRegs + 32 * kConsWarps * kConsRegs <= 168 * kWsThreads);
+  if (warp < kProdWarps && F4) {
     // F4 producer: jobs in order (unit first + n stride, k-step ks); the raw copies run
     // kF4RawStages - 1 jobs ahead (their own cursor), each job's stage is dequantized once its
     // copies landed.
     setmaxnreg_dec<kProdRegs>();
     const uint8_t* act = static_cast<const uint8_t*>(p.act);
-    const int ch = tid & 7, r0 = tid >> 3;
-    const F4Thread t = f4_thread(tid, p.packed);
-    f4_build_lut(lut, tid);
+    // P2: warpgroup pw of the two takes units 4 pw .. 4 pw + 3 of each stage; the first gathers.
+    const int ptid = P2 ? tid & 127 : tid, pw = P2 ? tid >> 7 : 0;
+    constexpr int kUnits = P2 ? 4 : 8;
+    const int ch = ptid & 7, r0 = ptid >> 3;
+    const F4Thread t = f4_thread(ptid, p.packed);
+    if (pw == 0) f4_build_lut(lut, ptid);
 #ifdef MOE_WGMMA_ENABLED
-    asm volatile("bar.sync 2, 128;" ::: "memory");  // the producer warpgroup's tables are in
+    // the producer warpgroups' tables are in
+    asm volatile("bar.sync 2, %0;" ::"n"(32 * kProdWarps) : "memory");
 #endif
     const int64_t w_kstep = grouped::packed_data_kstep(p.packed),
                   s_kstep = grouped::nvfp4_scale_kstep(p.packed);
@@ -311,7 +324,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     int jr = 0;  // jobs copied
     auto issue_raw = [&]() {
       if (q.unit < n_units) {
-        f4_copy<GU>(p, q, tid, raw + jr % kF4RawStages * kF4RawBytes);
+        f4_copy<GU, kUnits>(p, q, ptid, raw + jr % kF4RawStages * kF4RawBytes, 4 * pw);
         if (++q.ks == ksteps) {
           if (q.unit + stride < n_units)
             f4_seek<GU>(p, q.unit + stride, n_blocks, t, q);
@@ -331,12 +344,13 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     uint32_t ephase = 1;
     for (int unit = first; unit < n_units; unit += stride) {
       const WsItem w = ws_item<false>(p, unit, n_blocks, 0);
-      const bool narrow = NARROW && w.cnt <= 64;
+      const bool narrow = (NARROW || P2) && w.cnt <= 64;
+      const bool gather = !act_tma && pw == 0;
       int32_t row[kBM / 16];
 #pragma unroll
       for (int i = 0; i < kBM / 16; ++i)  // (by TMA: not needed, no sorted_slot loads)
         row[i] =
-            act_tma ? 0 : static_cast<int32_t>(act_row<GU>(p, w.pos0, min(r0 + 16 * i, w.cnt - 1)));
+            !gather ? 0 : static_cast<int32_t>(act_row<GU>(p, w.pos0, min(r0 + 16 * i, w.cnt - 1)));
       for (int ks = 0; ks < ksteps; ++ks) {
         grouped::mbar_wait(empty + 8 * stage, ephase);
         const uint32_t base = smem_s + stage * kStageBytes<BN>;
@@ -345,7 +359,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
             grouped::mbar_expect_tx(full + 8 * stage, kBM * 128);
             grouped::tma_load_2d(base, p.act_tmap, ks * 128, w.pos0, full + 8 * stage);
           }
-        } else {
+        } else if (gather) {
 #pragma unroll
           for (int i = 0; i < kBM / 16; ++i)
             if (i < kBM / 32 || !narrow)  // (not zero-filled as below: it spills this producer)
@@ -353,10 +367,10 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
         }
         // The gather's arrival once its copies landed (it also waits for the raw copies issued
         // before, a job ahead; by TMA there is none, and no such wait).
-        if (!act_tma) cp_async_arrive_noinc(full + 8 * stage);
+        if (gather) cp_async_arrive_noinc(full + 8 * stage);
         issue_raw();
         cp_async_wait<kF4RawStages - 1>();  // this job's raw stage has landed
-        f4_dequant(t, tid, raw + rs * kF4RawBytes, base + kAStage, lut);
+        f4_dequant<kUnits>(t, ptid, raw + rs * kF4RawBytes, base + kAStage, lut, 4 * pw);
         // (No proxy fence here: it waits for this thread's copies in flight, a stage's worth of
         // latency; the consumers fence after their wait on `full`, as for the copies.)
         grouped::mbar_arrive(full + 8 * stage);
@@ -365,7 +379,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       }
     }
     cp_async_wait<0>();
-  } else if (warp < 4) {
+  } else if (warp < kProdWarps) {
     // Producer. Thread t copies 16-byte chunk t % 8 of activation rows t / 8 + 16 i.
     // Rows past the tile's count are zero-filled (cp.async with no source bytes), not copies of
     // its last token: they are computed and dropped, and zeros cost the tensor cores less power
@@ -438,7 +452,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     // edge ptxas serializes every wgmma, C7514, so it needs unrolled groups, which spill), and a
     // warpgroup whose 64 rows are all padding skipping its wgmma (spills; slower).
     setmaxnreg_inc<kConsRegs>();
-    const int wg = (warp >> 2) - 1, wq = warp & 3, g = lane >> 2, c = lane & 3;
+    const int wg = (warp >> 2) - kProdWarps / 4, wq = warp & 3, g = lane >> 2, c = lane & 3;
     // FP8 (TMA weights): everything a consumer reads comes with the stage (its header,
     // kWsHdrBytes): the item, the block scales, the token scales and (down, last stage) the
     // epilogue's slots and weights; nothing at an item's start or end waits on global memory.
@@ -499,7 +513,8 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
         w.e = hv.x, w.pos0 = hv.y, w.cnt = hv.z, w.nblk = hv.w, w.mc = false;
       }
       // Narrow tiles (64 tokens or fewer, NARROW): both warpgroups on tokens 0..63, warpgroup w
-      // on quarters w and w + 2 of the staged rows, so neither computes padding rows.
+      // on quarters w and w + 2 of the staged rows, so neither computes padding rows. (P2: the
+      // one consumer warpgroup, wg 0, takes tokens 0..63 and every quarter: the full k-loop.)
       const bool narrow = NARROW && w.cnt <= 64;
       const int t0 = narrow ? 0 : wg * 64;
       const int ta = t0 + wq * 16 + g;  // the thread's tokens ta, ta + 8
@@ -608,6 +623,13 @@ template <bool GU, bool NARROW = false>
 __global__ void __launch_bounds__(kWsThreads, 1)
     moe_wgmma_f4ws_kernel(const __grid_constant__ MoeGemmParams p) {
   wgmma_f8ws_body<GU, false, NARROW, false, true>(p);
+}
+// P2 (GroupedLaunch::f4p2_max_mean, f4p2_big): F4 with two producer warpgroups and one consumer
+// warpgroup, on tiles of at most 64 tokens.
+template <bool GU>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    moe_wgmma_f4p2_kernel(const __grid_constant__ MoeGemmParams p) {
+  wgmma_f8ws_body<GU, false, false, false, true, true>(p);
 }
 
 }  // namespace moe::cuda::wgmma_gemm

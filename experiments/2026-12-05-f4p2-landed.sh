@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# one device call: build the landed P2, its bit-identity test, then where the full launch on P2
+# overtakes the heuristic (below T 512 the heuristic is unchanged), P2 against one producer under
+# skewed routing, and the hybrid's big tiles on P2
+set -u
+o=${OUT:-/tmp/out}; mkdir -p $o; L=$o/land.log
+source scripts/gpu-env.sh; moe_unpack_deps >/dev/null || exit 2
+nvidia-smi --query-gpu=name --format=csv,noheader >> $L
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_PREFIX_PATH="$prefix/usr" \
+  -DGTest_DIR="$prefix/usr/lib/$arch/cmake/GTest" \
+  -Dnlohmann_json_DIR="$prefix/usr/share/cmake/nlohmann_json" \
+  -DCMAKE_CXX_FLAGS="-isystem $prefix/usr/include" -DCMAKE_CUDA_FLAGS="-isystem $prefix/usr/include" \
+  "${pkg_config_args[@]}" > $o/cfg.log 2>&1
+echo "== build $(date +%T)" >> $L
+timeout 240 cmake --build build-gpu -j16 --target moe_bench moe_grouped_tests > $o/build.log 2>&1 || { grep -B2 -A6 error $o/build.log | head -60 >> $L; exit 4; }
+T=build-gpu/bin/moe_grouped_tests; H=build-gpu/bin/moe_bench
+run() { local tag=$1; shift; echo "== $tag $(date +%T): $*" >> $L
+  timeout ${TMO:-90} "$@" 2>&1 | grep -v "^device\|^shape\|^fp8 emul" | tail -n ${TAIL:-200} >> $L; }
+TAIL=8 run test $T --gtest_filter='*F4TwoProducers*:*F4ActivationsByTma*'
+for wg in 0 1; do
+  TMO=80 run cross-wg$wg $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --routing uniform,zipf1,hot8 --tokens 192,256,320,384,448 --wg $wg
+done
+TMO=80 run skew-p2 $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --routing zipf1,hot8 --tokens 512,1024 --wg 1 --ab "--f4p2 0"
+TMO=80 run big-p2 $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --routing hot8,zipf1 --tokens 64,128,256,384 --ab "--f4p2-big 1"
+echo "== done $(date +%T)" >> $L
