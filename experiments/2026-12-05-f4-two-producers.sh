@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# (Landed in session 49: the patch applies on 82f5008..9a5ab00 only; for the landed form see
-# experiments/2026-12-05-f4p2-landed.sh.) experiments/2026-12-05-f4-two-producers.patch on the GPU machine (session 48 prepared it; the
+# (Landed in session 49 as 17007c5: the patch applies on 82f5008..9a5ab00 only; for the landed
+# form see experiments/2026-12-05-f4p2-landed.sh.)
+# experiments/2026-12-05-f4-two-producers.patch on the GPU machine (session 48 prepared it; the
 # device tool: carry [".deps"] from scripts/gpu-deps.sh). Phases, one device call each (each
 # under 600 s): `bash experiments/2026-12-05-f4-two-producers.sh test` (applies the patch to the
 # device copy of the tree, builds moe_bench + moe_grouped_tests, the bit-identity test, memcheck,
