@@ -35,7 +35,7 @@ struct LaunchOverrides {
   int early_gu = -1;         // --early-gu 0|1 (GroupedLaunch::early_gate_up)
   int group_warp = -1;       // --group-warp 0|1 (GroupedLaunch::group_one_warp)
   int f4p2 = -1;             // --f4p2 N (GroupedLaunch::f4p2_max_mean)
-  int f4p2_big = -1;         // --f4p2-big 0|1 (GroupedLaunch::f4p2_big)
+  int f4p2_big = -1;         // --f4p2-big 0|1|2 (GroupedLaunch::f4p2_big)
   double hybrid_gb = -1;     // --hybrid-gb X (GroupedLaunch::hybrid_min_bytes / 1e9)
   double hybrid_share = -1;  // --hybrid-share X (GroupedLaunch::hybrid_min_share)
 
@@ -66,7 +66,7 @@ struct LaunchOverrides {
     if (early_gu >= 0) l.early_gate_up = early_gu == 1;
     if (group_warp >= 0) l.group_one_warp = group_warp == 1;
     if (f4p2 >= 0) l.f4p2_max_mean = f4p2;
-    if (f4p2_big >= 0) l.f4p2_big = f4p2_big == 1;
+    if (f4p2_big >= 0) l.f4p2_big = f4p2_big;
     if (hybrid_gb >= 0) l.hybrid_min_bytes = hybrid_gb * 1e9;
     if (hybrid_share >= 0) l.hybrid_min_share = hybrid_share;
     return l;
@@ -109,6 +109,14 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
     o->hybrid_min = static_cast<int>(n);
     return 1;
   }
+  if (a == "--f4p2-big") {
+    long long n = 0;
+    if (!parse_int_in_range(a, v, 0, 2,
+                            "0 (never), 1 (where every big tile is narrow) or 2 (always)", &n))
+      return -1;
+    o->f4p2_big = static_cast<int>(n);
+    return 1;
+  }
   if (a == "--f4p2") {
     long long n = 0;
     if (!parse_int_in_range(
@@ -147,7 +155,6 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
                 : a == "--x-pos"      ? &o->x_pos
                 : a == "--early-gu"   ? &o->early_gu
                 : a == "--group-warp" ? &o->group_warp
-                : a == "--f4p2-big"   ? &o->f4p2_big
                                       : nullptr;
   if (flag01 == nullptr) return 0;
   if (v != "0" && v != "1") {

@@ -27,7 +27,7 @@
 //                  [--hybrid-pdl 0|1] [--hybrid-gb X] [--hybrid-share X] [--pdl-light 0|1]
 //                  [--split-k 0|1] [--hquant 0|1] [--nvf8 0|1] [--act-t 0|1] [--act-tma 0|1]
 //                  [--x-pos 0|1] [--early-gu 0|1] [--group-warp 0|1] [--f4p2 N]
-//                  [--f4p2-big 0|1]
+//                  [--f4p2-big 0|1|2]
 //                  [--sustain-ms N] [--ab "LAUNCH FLAGS"] [--ab-blocks N]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
@@ -78,7 +78,8 @@
 // one warp; 0: by block 0's 512 threads).
 // --f4p2 N GroupedLaunch::f4p2_max_mean (NVFP4 computed in FP8 on the full warpgroup-MMA launch:
 // two producer warpgroups for one consumer on 64-token tiles below N slots per expert; 0: never).
-// --f4p2-big 0|1 GroupedLaunch::f4p2_big (the hybrid's F4 big tiles on that kernel, 64 tokens).
+// --f4p2-big 0|1|2 GroupedLaunch::f4p2_big (the hybrid's F4 big tiles on that kernel, 64 tokens:
+// never, where every big tile is narrow (T <= 64), always).
 // --ab "FLAGS": an interleaved A/B of each case (one configuration, no --sweep): A is the launch
 // of the command line, B the same plus FLAGS (launch flags only: --f8act, --r2, --two-step,
 // --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,

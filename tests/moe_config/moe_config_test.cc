@@ -178,11 +178,15 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_FALSE(moe_launch(d, sm90, f, 48, 127).nvfp4_f8) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm120, f, 48, 256).nvfp4_f8) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm120, f, 256).nvfp4_f8) << moe_fmt_name(f);
-    // NVFP4's full launch on two producer warpgroups below 64 slots per expert; the hybrid's big
-    // tiles on one (not measured under hot routing), and no other format or launch.
+    // NVFP4's full launch on two producer warpgroups below 64 slots per expert; the hybrid's F4
+    // big tiles on them at T <= 64 (mode 1) where they are F4; no other format or launch.
     EXPECT_EQ(moe_launch(w, sm90, f, 4096).f4p2_max_mean, nv ? 64 : 0) << moe_fmt_name(f);
     EXPECT_EQ(moe_launch(d, sm90, f, 256).f4p2_max_mean, 0) << moe_fmt_name(f);
-    EXPECT_FALSE(moe_launch(d, sm90, f, 1024).f4p2_big) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 1024).f4p2_big, nv ? 1 : 0) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 48, 256).f4p2_big, nv ? 1 : 0) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(d, sm90, f, 48, 127).f4p2_big, 0) << moe_fmt_name(f);  // F16 big tiles
+    EXPECT_EQ(moe_launch(w, sm90, f, 4096).f4p2_big, 0) << moe_fmt_name(f);     // no hybrid
+    EXPECT_EQ(moe_launch(d, sm120, f, 1024).f4p2_big, 0) << moe_fmt_name(f);
     EXPECT_EQ(grouped_fp8_act_bytes(moe_launch(d, sm90, f, 256), f, 256, 6144, 2048, 8) > 0,
               fp8 || nv)
         << moe_fmt_name(f);
@@ -303,17 +307,17 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     // gate_up's tile list before the wait: on (run_grouped_experts takes it where it applies).
     EXPECT_TRUE(small.early_gate_up) << moe_fmt_name(f);
   }
-  // 32 tokens per expert: BF16 and FP8 (E4M3 activations) take wgmma, NVFP4 keeps streaming
-  // 32-token tiles with the hybrid (measured, moe_config.cc); 16 per expert: 32-token tiles for
-  // BF16 and FP8.
-  for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block}) {
+  // 32 tokens per expert: every format takes wgmma on sm_90 (NVFP4 with two producer warpgroups,
+  // measured, moe_config.cc), none on sm_120; at 31 NVFP4 keeps streaming 32-token tiles with the
+  // hybrid; 16 per expert: 32-token tiles for BF16 and FP8.
+  for (GroupedFmt f : kFmts) {
     EXPECT_TRUE(moe_heuristic_config({1024, 6144, 2048, 256, 8, f}, sm90).wgmma) << moe_fmt_name(f);
     EXPECT_FALSE(moe_heuristic_config({1024, 6144, 2048, 256, 8, f}, sm120).wgmma);
   }
   const MoeKernelConfig h =
-      moe_heuristic_config({1024, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90);
+      moe_heuristic_config({992, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90);
   EXPECT_EQ(h, (MoeKernelConfig{4, 4, 2, false}));
-  EXPECT_EQ(moe_launch(h, sm90, GroupedFmt::kNvfp4, 1024).wgmma_min_tokens, 48);
+  EXPECT_EQ(moe_launch(h, sm90, GroupedFmt::kNvfp4, 992, 256, 2048).wgmma_min_tokens, 32);
   for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block})
     EXPECT_EQ(moe_heuristic_config({512, 6144, 2048, 256, 8, f}, sm90),
               (MoeKernelConfig{4, 4, 2, false}))
@@ -321,8 +325,8 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
 }
 
 // The warpgroup-MMA launch's threshold in expected tokens per expert (T K / E) depends on the
-// shape: TP8 shards (I <= 256) from 24 (BF16) / 12 (FP8) / 16 (NVFP4), NVFP4 with fewer than 128
-// experts from 16, else 32 (BF16, FP8) / 48 (NVFP4); and NVFP4's hybrid takes experts of 32 or
+// shape: TP8 shards (I <= 256) from 24 (BF16) / 12 (FP8) / 14 (NVFP4), NVFP4 with fewer than 128
+// experts from 14, else 32; and NVFP4's hybrid takes experts of 32 or
 // more tokens from T 512 rows where its big tiles are F4 and gate_up is not split (I > 512).
 TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
@@ -337,11 +341,11 @@ TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   EXPECT_TRUE(wg(768, 256, 256, 8, bf16));   // 24
   EXPECT_FALSE(wg(352, 256, 256, 8, fp8));   // 11
   EXPECT_TRUE(wg(384, 256, 256, 8, fp8));    // 12
-  EXPECT_FALSE(wg(480, 256, 256, 8, nv));    // 15
-  EXPECT_TRUE(wg(512, 256, 256, 8, nv));     // 16
-  // EP8 (32 local experts, a slot per row): NVFP4 from 16, the others as unsharded.
-  EXPECT_FALSE(wg(511, 2048, 32, 1, nv));
-  EXPECT_TRUE(wg(512, 2048, 32, 1, nv));
+  EXPECT_FALSE(wg(416, 256, 256, 8, nv));    // 13
+  EXPECT_TRUE(wg(448, 256, 256, 8, nv));     // 14
+  // EP8 (32 local experts, a slot per row): NVFP4 from 14, the others as unsharded.
+  EXPECT_FALSE(wg(447, 2048, 32, 1, nv));
+  EXPECT_TRUE(wg(448, 2048, 32, 1, nv));
   EXPECT_FALSE(wg(640, 2048, 32, 1, fp8));
   EXPECT_FALSE(wg(992, 2048, 32, 1, bf16));
   EXPECT_TRUE(wg(1024, 2048, 32, 1, fp8));
@@ -350,12 +354,12 @@ TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   EXPECT_TRUE(wg(1024, 2048, 256, 8, bf16));
   EXPECT_FALSE(wg(992, 2048, 256, 8, fp8));
   EXPECT_TRUE(wg(1024, 2048, 256, 8, fp8));
-  EXPECT_FALSE(wg(1504, 2048, 256, 8, nv));
-  EXPECT_TRUE(wg(1536, 2048, 256, 8, nv));
+  EXPECT_FALSE(wg(992, 2048, 256, 8, nv));
+  EXPECT_TRUE(wg(1024, 2048, 256, 8, nv));
   for (GroupedFmt f : kFmts)
     EXPECT_FALSE(moe_heuristic_config({640, 6144, 256, 256, 8, f}, sm120).wgmma);
   // NVFP4's hybrid threshold.
-  const MoeKernelConfig d = moe_heuristic_config({1024, 6144, 2048, 256, 8, nv}, sm90);
+  const MoeKernelConfig d = moe_heuristic_config({992, 6144, 2048, 256, 8, nv}, sm90);
   ASSERT_FALSE(d.tc);
   EXPECT_EQ(moe_launch(d, sm90, nv, 1024, 256, 2048).wgmma_min_tokens, 32);
   EXPECT_EQ(moe_launch(d, sm90, nv, 512, 256, 2048).wgmma_min_tokens, 32);

@@ -1262,12 +1262,12 @@ TEST_F(MoeGroupedTest, F4TwoProducersIsBitIdentical) {
         Launch a = c.l;
         a.x_pos = xp;
         a.f4p2_max_mean = 0;
-        a.f4p2_big = false;
+        a.f4p2_big = 0;
         Launch b = a;
         // P2 (hybrid: its big tiles) just below the call's slots per expert (T * K < max * E)
         const int64_t mean_up = (c.T * c.K + c.E - 1) / c.E;  // ceil(T * K / E)
         if (hybrid)
-          b.f4p2_big = true;
+          b.f4p2_big = c.T <= 64 ? 1 : 2;  // (1: where every big tile is narrow)
         else
           b.f4p2_max_mean = static_cast<int>(c.T * c.K % c.E == 0 ? mean_up + 1 : mean_up);
         const int64_t before = grouped_f4p2_calls();

@@ -118,7 +118,7 @@ constexpr int64_t kGroupedNvf8HybridMinExperts = 128;
 constexpr int64_t kGroupedNvfp4Hybrid32MinRows = 512;
 
 // The warpgroup-MMA launch for every expert of a call from this many expected tokens per expert
-// (moe_heuristic_config): kWgmmaMinTokensBf16 for BF16 / FP8, kWgmmaMinTokensQuant for NVFP4,
+// (moe_heuristic_config): kWgmmaMinTokensBf16 for BF16 / FP8 (NVFP4: kF4P2MinMean below),
 // lower where the streaming kernels are bound by their instructions, not HBM. NOTE: measured on an
 // H100 (docs/perf.md, 2026-12-05 session 47; moe_bench --wg 0|1, each case held 500-800 ms under
 // load before it is timed, uniform / zipf1 / hot8 routing):
@@ -130,21 +130,31 @@ constexpr int64_t kGroupedNvfp4Hybrid32MinRows = 512;
 //   / 768 level).
 // - NVFP4 with fewer than 128 experts on the GPU (EP8's 32): T 512 / 640 / 768 / 1024 (17 / 22 /
 //   26 / 33 per expert) 410 / 452 / 520 / 613 us against 423 / 428 / 430 / 437, dsv3's EP8 alike.
-// - Unsharded NVFP4 keeps 48: uniform routing gains from 28 per expert (glm5 T 1024 4130 -> 3320
+// - Unsharded NVFP4 kept 48 (before P2, below): uniform routing gains from 28 per expert (glm5 T
+// 1024 4130 -> 3320
 //   us) but skewed routing loses where the hybrid takes the hot experts (zipf1 T 896 / 1024 / 1280
 //   3178 / 3271 / 3561 -> 3779 / 3699 / 3826; zipf1.5 T 1024 3050 -> 3711): its hybrid's lower
 //   per-expert threshold (moe_launch) recovers most of uniform's gap instead.
-// NVFP4 on sharded shapes (TP8's I 256, EP8's 32 experts) since its full launch runs on two
-// producer warpgroups below kF4P2MaxMean slots per expert (GroupedLaunch::f4p2_max_mean): the full
-// launch from 16 per expert. NOTE: measured on an H100 (docs/perf.md, 2026-12-05 session 49;
-// uniform routing, the heuristic of then against moe_bench --wg 1 with P2, interleaved): EP8 T 256
-// / 512 / 768 / 1024 (9 / 17 / 26 / 33 per expert) 306.8 / 407.4 / 432.0 / 438.0 us against
-// 336.0 / 334.5 / 340.5 / 346.8; TP8 T 256 / 512 / 768 (8 / 16 / 24) 344.1 / 477.1 / 537.6
-// against 397.0 / 428.5 / 455.5. Unsharded NVFP4 keeps 48 although uniform routing gains from 16
-// per expert too (glm5 T 512 / 768 / 1024 2878 / 3222 / 3619 us against 2551 / 2598 / 2632, dsv3
-// alike; T 256 1971 against 2448): skewed routing, which kept it there (above), is not measured
-// with P2 yet (experiments/2026-12-05-f4p2-landed.sh measures it and T 192..448).
-constexpr double kF4P2MinMeanSharded = 16;
+// NVFP4 since its full launch runs on two producer warpgroups below kF4P2MaxMean slots per expert
+// (GroupedLaunch::f4p2_max_mean): the full launch from 14 tokens per expert on the sharded shapes
+// (TP8's I 256, EP8's 32 experts), from 32 unsharded. NOTE: measured on an H100 (docs/perf.md,
+// 2026-12-05 session 49; the heuristic of then against moe_bench --wg 1 with P2; T >= 512
+// interleaved, below in separate runs of the same call), us:
+// - EP8 uniform T 384 / 448 / 512 / 768 (13 / 15 / 17 / 26 per expert) 336.7 / 357.9 / 407.4 /
+//   432.0 against 329.0 / 325.9 / 334.5 / 340.5, T 192..320 (6..10) 288-306 against 322-325;
+//   zipf1 T 192..448 level or P2 ahead (338 -> 326 at T 192), hot8 level (the full launch already).
+// - TP8 uniform T 384 / 448 / 512 / 768 (12 / 14 / 16 / 24) 387.8 / 421.3 / 477.1 / 537.6 against
+//   400.6 / 408.6 / 428.5 / 455.5, T 192..320 329-349 against 370-391; zipf1 T 320 / 384 / 448
+//   389 / 429 / 455 against 381 / 394 / 448; hot8 T 192..448 159-265 against 95-134.
+// - Unsharded glm5: uniform T 512 / 768 / 1024 (16 / 24 / 32) 2878 / 3222 / 3619 against 2551 /
+//   2598 / 2632 (dsv3 alike), but T 192..448 1922-2466 against 2441-2561, zipf1 T 192..448
+//   1824-2409 against 2187-3037, hot8 T 192..448 293-546 against 319-571. Skewed routing kept 48
+//   before P2 (above); with it, the full launch's zipf1 T 512 / 1024 2624 / 3043 us (one producer
+//   3382 / 3820 in the same A/B) against session 47's hybrid 3271 at T 1024 (2897 at T 640):
+//   from 32 per expert uniform and zipf1 both gain. Hot routing loses on P2 (hot8 T 512 / 1024
+//   662 / 1248 against one producer's 608 / 1143: its experts take 8..16 64-token tiles).
+constexpr double kF4P2MinMeanSharded = 14;
+constexpr double kF4P2MinMean = 32;
 // P2's 64-token tiles against the one-producer kernel's 128 on the full launch: P2 below 64 slots
 // per expert. NOTE: measured on an H100 (docs/perf.md, 2026-12-05 session 49; moe_bench --wg 1
 // against the same with P2, interleaved, uniform routing): B/A glm5 / dsv3 / EP8 / TP8 at T 256..
@@ -155,7 +165,7 @@ namespace {
 double wgmma_min_mean(const MoeShape& s) {
   const bool nvfp4 = s.fmt == GroupedFmt::kNvfp4;
   if (nvfp4 && (s.I <= 256 || s.E < kGroupedNvf8HybridMinExperts)) return kF4P2MinMeanSharded;
-  if (nvfp4) return kWgmmaMinTokensQuant;
+  if (nvfp4) return kF4P2MinMean;
   if (s.I <= 256) return s.fmt == GroupedFmt::kBf16 ? 24 : 12;  // TP8 shards
   return kWgmmaMinTokensBf16;
 }
@@ -344,11 +354,14 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // T 1 +4.5%, TP8 T 8 +14%; BF16 glm5 / dsv3 T 2..8 +2..+6%): not for them.
   l.pdl = f == GroupedFmt::kFp8Block && lim.cc >= 90 && !l.wgmma;
   // NVFP4's full launch on two producer warpgroups (P2) below kF4P2MaxMean slots per expert
-  // (run_grouped_experts decides per call by its T * K / E). The hybrid's big tiles stay on one
-  // producer (GroupedLaunch::f4p2_big): with uniform routing P2 took glm5 T 1024 / 1280 3619 /
-  // 4364 us to 3033 / 3104 (H100, session 49), but its hot experts take twice the tiles, and hot
-  // routing is not measured with it yet.
+  // (run_grouped_experts decides per call by its T * K / E), and the hybrid's F4 big tiles on P2
+  // at T <= 64, where no expert has more than 64 slots (GroupedLaunch::f4p2_big 1). NOTE: measured
+  // on an H100 (docs/perf.md, 2026-12-05 session 49; moe_bench --ab "--f4p2-big 1", interleaved):
+  // glm5 hot8 T 48 / 64 153.3 / 155.6 -> 126.0 / 128.3 us; T 128 / 256 / 384 (hot experts of 128+
+  // tokens in 64-token tiles) 177 / 298 / 438 -> 197 / 361 / 522; zipf1 T 48..384 and EP8 / TP8
+  // level (0.98-1.008).
   l.f4p2_max_mean = l.wgmma && l.nvfp4_f8 ? kF4P2MaxMean : 0;
+  l.f4p2_big = l.nvfp4_f8 && l.wgmma_min_tokens > 0 ? 1 : 0;
   // The hybrid's extra launches (warpgroup-MMA GEMMs over the big tiles, FP8 quantization of their
   // rows) with PDL for every format. NOTE: measured on the H200 (docs/perf.md, 2026-12-03 session
   // 26, moe_bench --hybrid-pdl 0|1 against --hybrid-min 0, uniform routing, where their lists are

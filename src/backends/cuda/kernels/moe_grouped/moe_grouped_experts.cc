@@ -317,7 +317,8 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // grouped_fp8_act_bytes.)
   const bool f4p2 =
       f8 && ge.fmt == GroupedFmt::kNvfp4 &&
-      (l.wgmma ? T * KS < static_cast<int64_t>(l.f4p2_max_mean) * ge.E : hybrid && l.f4p2_big);
+      (l.wgmma ? T * KS < static_cast<int64_t>(l.f4p2_max_mean) * ge.E
+               : hybrid && (l.f4p2_big == 2 || (l.f4p2_big == 1 && T <= kGroupedBigTile / 2)));
   if (f4p2) {
     ++f4p2_calls;
     if (hybrid) {
