@@ -34,5 +34,5 @@ for wg in 0 1; do
   TMO=80 run cross-wg$wg $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --routing uniform,zipf1,hot8 --tokens 192,256,320,384,448 --wg $wg
 done
 TMO=80 run skew-p2 $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --routing zipf1,hot8 --tokens 512,1024 --wg 1 --ab "--f4p2 0"
-TMO=80 run big-p2 $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --routing hot8,zipf1 --tokens 48,64,128,256,384 --ab "--f4p2-big 1"
+TMO=80 run big-p2 $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --routing hot8,zipf1 --tokens 48,64,128,256,384 --ab "--f4p2-big 2"
 echo "== done $(date +%T)" >> $L

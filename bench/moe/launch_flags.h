@@ -111,9 +111,7 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
   }
   if (a == "--f4p2-big") {
     long long n = 0;
-    if (!parse_int_in_range(a, v, 0, 2,
-                            "0 (never), 1 (where every big tile is narrow) or 2 (always)", &n))
-      return -1;
+    if (!parse_int_in_range(a, v, 0, 2, "0 (never), 1 (at T <= 64) or 2 (always)", &n)) return -1;
     o->f4p2_big = static_cast<int>(n);
     return 1;
   }

@@ -255,11 +255,11 @@ struct GroupedLaunch {
   // it an expert takes several tiles, each reading its weights again. moe_launch sets it
   // (moe_config.cc says where it was measured); moe_bench --f4p2 N.
   int f4p2_max_mean = 0;
-  // The hybrid's F4 big tiles on P2 (64-token big tiles, MoeGroupParams::big_tile): 0 never, 1
-  // at T <= 64 (no expert has more than 64 slots: one tile per big expert either way, where
+  // The hybrid's F4 big tiles on P2 (64-token big tiles, MoeGroupParams::big_tile): 0 never, 1 at
+  // T <= 64 (no expert has more than 64 slots: one tile per big expert either way, where
   // grouped_hybrid_narrow takes the narrow instance), 2 always (hot experts then take twice the
-  // tiles). moe_launch sets 1 for NVFP4 (moe_config.cc
-  // says where it was measured); moe_bench --f4p2-big 0|1|2.
+  // tiles). moe_launch sets 1 for NVFP4 (moe_config.cc says where it was measured); moe_bench
+  // --f4p2-big 0|1|2.
   int f4p2_big = 0;
   // The grouping of a call of at most 32 slots where no expert can take big tiles (no hybrid, or
   // its threshold above the slot count) and the list holds no pair units: warp 0 of the grouping
