@@ -12,12 +12,7 @@ if [ $phase = probe ]; then
   git apply experiments/2026-12-05-f4p2-probes.patch || { echo "patch failed" >> $L; exit 3; }
 fi
 nvidia-smi --query-gpu=name --format=csv,noheader >> $L
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_PREFIX_PATH="$prefix/usr" \
-  -DGTest_DIR="$prefix/usr/lib/$arch/cmake/GTest" \
-  -Dnlohmann_json_DIR="$prefix/usr/share/cmake/nlohmann_json" \
-  -DCMAKE_CXX_FLAGS="-isystem $prefix/usr/include" -DCMAKE_CUDA_FLAGS="-isystem $prefix/usr/include" \
-  "${pkg_config_args[@]}" > $o/cfg.log 2>&1
+moe_configure build-gpu $o/cfg.log
 echo "== build $(date +%T)" >> $L
 timeout 240 cmake --build build-gpu -j16 --target moe_bench moe_grouped_tests > $o/build.log 2>&1 || { grep -B2 -A6 error $o/build.log | head -60 >> $L; exit 4; }
 T=build-gpu/bin/moe_grouped_tests; H=build-gpu/bin/moe_bench

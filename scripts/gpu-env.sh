@@ -4,6 +4,8 @@
 # in .deps/ (scripts/gpu-deps.sh on the build machine) into a private prefix and exports what a
 # CMake configure needs. Sets prefix, arch and pkg_config_args (an array of extra CMake flags);
 # exports PKG_CONFIG_PATH and LD_LIBRARY_PATH. Returns 2, with a message, if .deps has no .deb.
+# `moe_configure BUILD LOG` then configures BUILD (Release, sm_90a, Ninja) against that prefix,
+# its output in LOG; returns CMake's status.
 prefix=/tmp/moe-deps
 arch=x86_64-linux-gnu
 pkg_config_args=()
@@ -27,4 +29,14 @@ moe_unpack_deps() {
     pkg_config_args=(-DPKG_CONFIG_EXECUTABLE="$prefix/usr/bin/pkgconf")
   fi
   return 0
+}
+
+moe_configure() {
+  cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_PREFIX_PATH="$prefix/usr" \
+    -DGTest_DIR="$prefix/usr/lib/$arch/cmake/GTest" \
+    -Dnlohmann_json_DIR="$prefix/usr/share/cmake/nlohmann_json" \
+    -DCMAKE_CXX_FLAGS="-isystem $prefix/usr/include" \
+    -DCMAKE_CUDA_FLAGS="-isystem $prefix/usr/include" \
+    "${pkg_config_args[@]}" >"$2" 2>&1
 }

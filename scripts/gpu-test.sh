@@ -28,12 +28,7 @@ moe_unpack_deps || exit 2
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$logs/summary.txt"
 
 step "configure ($build, sm_90a)"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_PREFIX_PATH="$prefix/usr" \
-  -DGTest_DIR="$prefix/usr/lib/$arch/cmake/GTest" \
-  -Dnlohmann_json_DIR="$prefix/usr/share/cmake/nlohmann_json" \
-  -DCMAKE_CXX_FLAGS="-isystem $prefix/usr/include" -DCMAKE_CUDA_FLAGS="-isystem $prefix/usr/include" \
-  "${pkg_config_args[@]}" >"$logs/configure.log" 2>&1 || { tail -n 40 "$logs/configure.log"; exit 3; }
+moe_configure "$build" "$logs/configure.log" || { tail -n 40 "$logs/configure.log"; exit 3; }
 
 step "build"
 targets=${MOE_GPU_TARGETS:-cuda_ops_tests cuda_model_tests moe_grouped_tests moengine}

@@ -34,12 +34,7 @@ else
   moe_unpack_deps || exit 2
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/summary.txt"
   build=build-gpu
-  cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_PREFIX_PATH="$prefix/usr" \
-    -DGTest_DIR="$prefix/usr/lib/$arch/cmake/GTest" \
-    -Dnlohmann_json_DIR="$prefix/usr/share/cmake/nlohmann_json" \
-    -DCMAKE_CXX_FLAGS="-isystem $prefix/usr/include" -DCMAKE_CUDA_FLAGS="-isystem $prefix/usr/include" \
-    "${pkg_config_args[@]}" >"$out/configure.log" 2>&1 || { tail -n 30 "$out/configure.log"; exit 3; }
+  moe_configure $build "$out/configure.log" || { tail -n 30 "$out/configure.log"; exit 3; }
   echo "== build $(date +%T)" | tee -a "$out/summary.txt"
   targets="moe_bench"
   [ "${MOE_SKIP_TESTS:-0}" != 1 ] && targets="$targets moe_grouped_tests"
