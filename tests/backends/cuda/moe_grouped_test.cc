@@ -1150,6 +1150,25 @@ TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
   EXPECT_EQ(moved.copies, 0) << "shared expert alone: copied x";
 }
 
+// NVFP4 computed in FP8 (GroupedLaunch::nvfp4_f8) for the F4 bit-identity tests: the full
+// warpgroup-MMA launch and the hybrid (big tiles from 40 tokens on the warp-specialized kernel),
+// each also with h quantized by moe_quant_rows instead of gate_up's epilogue (`_rows`), and
+// `narrow` as GroupedLaunch::wgmma_narrow.
+struct F4Launches {
+  Launch tc, tc_rows, hy, hy_rows;
+};
+F4Launches f4_launches(int narrow) {
+  F4Launches f;
+  f.tc = Launch{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+  f.hy = Launch{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
+  f.hy.wgmma_ws = true;
+  for (Launch* l : {&f.tc, &f.hy}) l->nvfp4_f8 = true, l->wgmma_narrow = narrow;
+  f.tc_rows = f.tc;
+  f.hy_rows = f.hy;
+  f.tc_rows.wgmma_hquant = f.hy_rows.wgmma_hquant = false;
+  return f;
+}
+
 // NVFP4 computed in FP8 (the F4 kernel, GroupedLaunch::nvfp4_f8) with its activation tiles by
 // TMA: down's h (down_act_tma) and gate_up's x by position (x_pos) give the bits of its producers'
 // gather: whole and narrow tiles, h from gate_up's epilogue and from moe_quant_rows, one expert
@@ -1159,13 +1178,8 @@ TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
 TEST_F(MoeGroupedTest, F4ActivationsByTmaAreBitIdentical) {
   if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
     GTEST_SKIP() << "wgmma needs sm_90";
-  Launch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
-  tc.nvfp4_f8 = true;
-  Launch tc_rows = tc;  // h quantized by moe_quant_rows
-  tc_rows.wgmma_hquant = false;
-  Launch hy{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
-  hy.nvfp4_f8 = true;
-  hy.wgmma_ws = true;
+  const F4Launches f4 = f4_launches(-1);
+  const Launch &tc = f4.tc, &tc_rows = f4.tc_rows, &hy = f4.hy;
   struct Case {
     const char* what;
     int64_t T, D, I, E, K;
@@ -1224,17 +1238,9 @@ TEST_F(MoeGroupedTest, F4ActivationsByTmaAreBitIdentical) {
 TEST_F(MoeGroupedTest, F4TwoProducersIsBitIdentical) {
   if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
     GTEST_SKIP() << "wgmma needs sm_90";
-  Launch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
-  tc.nvfp4_f8 = true;
-  tc.wgmma_narrow = 0;
-  Launch hy{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};
-  hy.nvfp4_f8 = true;
-  hy.wgmma_ws = true;
-  hy.wgmma_narrow = 0;
-  Launch hy_rows = hy;  // h of the big tiles quantized by moe_quant_rows (over the 64-token list)
-  hy_rows.wgmma_hquant = false;
-  Launch tc_rows = tc;  // the same on the full launch
-  tc_rows.wgmma_hquant = false;
+  // (h by moe_quant_rows: over the 64-token list, the big tiles' on the hybrid)
+  const F4Launches f4 = f4_launches(0);
+  const Launch &tc = f4.tc, &tc_rows = f4.tc_rows, &hy = f4.hy, &hy_rows = f4.hy_rows;
   struct Case {
     const char* what;
     int64_t T, D, I, E, K;
