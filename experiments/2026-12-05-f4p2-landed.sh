@@ -4,6 +4,9 @@
 # skewed routing, and the hybrid's big tiles on P2
 # `... probe`: instead, experiments/2026-12-05-f4p2-probes.patch applied, what bounds P2 (timing
 # probes with wrong results: no dequantization, no wgmma, neither) at T 512..1536.
+# `... mid` (from ed37fe4's successor with `--ab "--wg 1"`): the heuristic against the full launch
+# with P2 interleaved, where 2c008cf's thresholds were set from separate runs or not measured:
+# unsharded T 512..1024 (16..32 per expert) by routing, TP8 / EP8 T 320..512.
 set -u
 o=${OUT:-/tmp/out}; mkdir -p $o; L=$o/land.log
 source scripts/gpu-env.sh; moe_unpack_deps >/dev/null || exit 2
@@ -18,6 +21,11 @@ timeout 240 cmake --build build-gpu -j16 --target moe_bench moe_grouped_tests > 
 T=build-gpu/bin/moe_grouped_tests; H=build-gpu/bin/moe_bench
 run() { local tag=$1; shift; echo "== $tag $(date +%T): $*" >> $L
   timeout ${TMO:-90} "$@" 2>&1 | grep -v "^device\|^shape\|^fp8 emul" | tail -n ${TAIL:-200} >> $L; }
+if [ $phase = mid ]; then
+  TMO=150 run mid-unsharded $H --fmt nvfp4 --shape glm5,dsv3 --routing uniform,zipf1,zipf1.5,hot8 --tokens 512,640,768,896,1024 --ab "--wg 1"
+  TMO=100 run mid-sharded $H --fmt nvfp4 --shape glm5-ep8,glm5-tp8 --routing uniform,zipf1,hot8 --tokens 320,384,448,512 --ab "--wg 1"
+  echo "== done $(date +%T)" >> $L; exit 0
+fi
 if [ $phase = probe ]; then
   for pr in 1 2 3; do
     TMO=100 run probe-$pr $H --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --tokens 512,1024,1536 --wg 1 --ab "--wip-probe $pr"

@@ -84,7 +84,9 @@
 // of the command line, B the same plus FLAGS (launch flags only: --f8act, --r2, --two-step,
 // --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,
 // --hquant, --nvf8, --act-t, --act-tma, --x-pos, --early-gu, --group-warp, --hybrid-gb,
-// --hybrid-share, --f4p2, --f4p2-big; e.g. --ab "--hybrid-min 0"). Both graphs are captured and
+// --hybrid-share, --f4p2, --f4p2-big; e.g. --ab "--hybrid-min 0"; and --wg 0|1, B on the
+// heuristic's / the warpgroup-MMA configuration instead of A's, e.g. --ab "--wg 1" for where the
+// heuristic should take the warpgroup-MMA launch). Both graphs are captured and
 // their replays alternate (A B, B A, ...; each after its own L2 flush), so both see the same clocks
 // and power state; a line "ab ..." gives A's and B's medians and the median of the per-replay
 // ratios B / A (the table row is A's; --json adds ab_us and ab_ratio). Separate calls of the same
@@ -249,6 +251,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> tokens = {1, 4, 8, 32, 64, 128, 256};
   int iters = 30, force_nb = 0, force_warps = 0, force_ctas = 0, force_pipe = -1;
   int sweep = 0, force_wg = 0;
+  int ab_wg = -1;  // --ab "--wg 0|1": B's configuration (the heuristic's / the warpgroup-MMA one)
   std::string routing_dir, json_path;
   std::string ab_flags;
   struct IntFlag {
@@ -330,6 +333,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     for (size_t j = 0; j < words.size(); j += 2) {
+      if (words[j] == "--wg") {  // B on another configuration: the one flag that is not a launch's
+        if (words[j + 1] != "0" && words[j + 1] != "1") {
+          std::fprintf(stderr, "--ab: --wg takes 0 (the heuristic's) or 1 (warpgroup MMA)\n");
+          return 2;
+        }
+        ab_wg = words[j + 1] == "1" ? 1 : 0;
+        continue;
+      }
       const int r = parse_launch_flag(words[j], words[j + 1], &g_ov_b);
       if (r == 0)
         std::fprintf(
@@ -494,6 +505,19 @@ int main(int argc, char** argv) {
             }
             cands.push_back(c);
           }
+          // --ab "--wg N": B's configuration for each of A's (else A's own).
+          auto config_b = [&](const MoeKernelConfig& c) {
+            return ab_wg == 1 ? kMoeWgmmaConfig : ab_wg == 0 ? heur : c;
+          };
+          if (g_ab && !moe_config_fits(config_b(heur), L.fmt, lim)) {
+            std::fprintf(stderr,
+                         "--ab --wg %d: that configuration does not fit this device; skipped\n",
+                         ab_wg);
+            continue;
+          }
+          std::vector<MoeKernelConfig> sized = cands;  // every configuration a graph runs
+          if (g_ab)
+            for (const MoeKernelConfig& c : cands) sized.push_back(config_b(c));
           const int64_t mt = grouped_max_tiles(R, KS, ge->E, 8);  // the widest: 8-token tiles
           float *x, *y, *w, *out;
           int32_t *idd, *slot, *tiles, *ntiles;
@@ -513,7 +537,7 @@ int main(int argc, char** argv) {
           CK(cudaMemcpy(idd, lr.ids.data(), R * K * 4, cudaMemcpyHostToDevice));
           const GroupedLaunch l_alone =
               with_overrides(moe_shared_alone_launch(R, sh.D, sh.I, L.fmt, lim));
-          GroupedSkSizes sk = moe_sk_sizes(cands, lim, L.fmt);
+          GroupedSkSizes sk = moe_sk_sizes(sized, lim, L.fmt);
           if (g_shared == 2) {  // one workspace for both calls (they run one after the other)
             const GroupedSkSizes z = grouped_sk_sizes(l_alone);
             sk.warps = std::max(sk.warps, z.warps);
@@ -529,9 +553,10 @@ int main(int argc, char** argv) {
               g_shared == 2 ? grouped_fp8_act_bytes(l_alone, L.fmt, R, sh.D, sh.I, 1) : 0;
           for (const MoeKernelConfig& c : cands)
             for (const LaunchOverrides* o : {&g_ov, g_ab ? &g_ov_b : &g_ov})
-              qbytes = std::max(qbytes, grouped_fp8_act_bytes(
-                                            o->apply(moe_launch(c, lim, L.fmt, R, ge->E, ge->I)),
-                                            L.fmt, R, sh.D, sh.I, KS));
+              qbytes = std::max(
+                  qbytes, grouped_fp8_act_bytes(o->apply(moe_launch(o == &g_ov_b ? config_b(c) : c,
+                                                                    lim, L.fmt, R, ge->E, ge->I)),
+                                                L.fmt, R, sh.D, sh.I, KS));
           uint8_t* q = nullptr;
           CK(cudaMalloc(&q, std::max<int64_t>(qbytes, 16)));
           GroupedScratch s{xa, slot, tiles, ntiles, h, out, sk_counters, sk_partials, slot_w, q};
@@ -564,8 +589,8 @@ int main(int argc, char** argv) {
             // --ab: the same configuration with the B overrides, its replays interleaved with
             // A's (A B, then B A, ...), so both see the same clocks and power state.
             if (g_ab)
-              exec_b =
-                  capture(g_ov_b.apply(moe_launch(cfg, lim, L.fmt, R, ge->E, ge->I)), &graph_b);
+              exec_b = capture(g_ov_b.apply(moe_launch(config_b(cfg), lim, L.fmt, R, ge->E, ge->I)),
+                               &graph_b);
             const std::string label = sname + " " + rname + " " + fname + " T " + std::to_string(T);
             // (with --ab-blocks: medians over the rounds of the blocks' medians and ratios)
             ReplayTimes rt = time_replays({st, exec, exec_b, flush, flush_bytes}, iters,
