@@ -4,7 +4,7 @@
 # skewed routing, and the hybrid's big tiles on P2
 # `... probe`: instead, experiments/2026-12-05-f4p2-probes.patch applied, what bounds P2 (timing
 # probes with wrong results: no dequantization, no wgmma, neither) at T 512..1536.
-# `... mid` (from ed37fe4's successor with `--ab "--wg 1"`): the heuristic against the full launch
+# `... mid` (needs moe_bench's `--ab "--wg 1"`, c4f351d): the heuristic against the full launch
 # with P2 interleaved, where 2c008cf's thresholds were set from separate runs or not measured:
 # unsharded T 512..1024 (16..32 per expert) by routing, TP8 / EP8 T 320..512.
 set -u
