@@ -509,7 +509,7 @@ int main(int argc, char** argv) {
           auto config_b = [&](const MoeKernelConfig& c) {
             return ab_wg == 1 ? kMoeWgmmaConfig : ab_wg == 0 ? heur : c;
           };
-          if (g_ab && !moe_config_fits(config_b(heur), L.fmt, lim)) {
+          if (g_ab && ab_wg >= 0 && !moe_config_fits(config_b(heur), L.fmt, lim)) {
             std::fprintf(stderr,
                          "--ab --wg %d: that configuration does not fit this device; skipped\n",
                          ab_wg);

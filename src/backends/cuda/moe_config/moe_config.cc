@@ -130,11 +130,10 @@ constexpr int64_t kGroupedNvfp4Hybrid32MinRows = 512;
 //   / 768 level).
 // - NVFP4 with fewer than 128 experts on the GPU (EP8's 32): T 512 / 640 / 768 / 1024 (17 / 22 /
 //   26 / 33 per expert) 410 / 452 / 520 / 613 us against 423 / 428 / 430 / 437, dsv3's EP8 alike.
-// - Unsharded NVFP4 kept 48 (before P2, below): uniform routing gains from 28 per expert (glm5 T
-// 1024 4130 -> 3320
-//   us) but skewed routing loses where the hybrid takes the hot experts (zipf1 T 896 / 1024 / 1280
-//   3178 / 3271 / 3561 -> 3779 / 3699 / 3826; zipf1.5 T 1024 3050 -> 3711): its hybrid's lower
-//   per-expert threshold (moe_launch) recovers most of uniform's gap instead.
+// - Unsharded NVFP4 kept 48 (before P2, below): uniform routing gains from 28 per expert (glm5
+//   T 1024 4130 -> 3320 us) but skewed routing loses where the hybrid takes the hot experts (zipf1
+//   T 896 / 1024 / 1280 3178 / 3271 / 3561 -> 3779 / 3699 / 3826; zipf1.5 T 1024 3050 -> 3711):
+//   its hybrid's lower per-expert threshold (moe_launch) recovers most of uniform's gap instead.
 // NVFP4 since its full launch runs on two producer warpgroups below kF4P2MaxMean slots per expert
 // (GroupedLaunch::f4p2_max_mean): the full launch from 14 tokens per expert on the sharded shapes
 // (TP8's I 256, EP8's 32 experts), from 32 unsharded. NOTE: measured on an H100 (docs/perf.md,

@@ -223,7 +223,7 @@ void launch_moe_group(const MoeGroupParams& p, Stream stream, bool pdl) {
   MOE_CHECK(!p.one_warp ||
             (p.T * p.K <= 32 && !p.pair_units && (p.big_min <= 0 || p.big_min > p.T * p.K)))
       << "moe_group: the one-warp grouping takes at most 32 slots, no pair units and no big tiles";
-  MOE_CHECK(p.big_tile == kGroupedBigTile || p.big_tile == kGroupedBigTile / 2)
+  MOE_CHECK(p.big_tile == kGroupedBigTile || p.big_tile == kGroupedF4p2Tile)
       << "moe_group: big tiles of " << p.big_tile
       << " tokens (128, or 64 for the F4 two-producer kernel)";
   MOE_CHECK(!p.pair_units || (p.tile_tokens == 128 && p.big_min == 0))

@@ -92,6 +92,8 @@ constexpr int grouped_wgmma_f4_smem_bytes() {
   return 3 * (128 + 256) * 128 + 3 * (8 * 128 * 16 + 8 * 128 * 4) + 256 * 8 + 16 * 3 + 1024;
 }
 constexpr int kGroupedBigTile = 128;  // tokens per tile of the warpgroup-MMA GEMM
+// ... of its NVFP4 two-producer kernel (GroupedLaunch::f4p2_max_mean, f4p2_big)
+constexpr int kGroupedF4p2Tile = kGroupedBigTile / 2;
 
 // One launch configuration of the grouped GEMMs (chosen by moe_config from DeviceInfo).
 struct GroupedLaunch {
@@ -357,8 +359,8 @@ struct MoeGroupParams {
   int32_t* chunk_hist = nullptr;
   int64_t chunk_hist_bytes = 0;
   int chunks = 0;
-  // Tokens per big tile: kGroupedBigTile, or half of it for the F4 two-producer kernel's 64-token
-  // tiles (GroupedLaunch::f4p2_big). Last, so the other fields keep their offsets.
+  // Tokens per big tile: kGroupedBigTile, or kGroupedF4p2Tile for the F4 two-producer kernel
+  // (GroupedLaunch::f4p2_big). Last, so the other fields keep their offsets.
   int big_tile = kGroupedBigTile;
 };
 // Bytes of MoeGroupParams::chunk_hist for T*K slots over E experts (0 when one block groups them).
@@ -537,7 +539,8 @@ inline bool grouped_x_pos(const GroupedLaunch& l, int64_t T, int64_t K, int64_t 
 constexpr int kGroupedNarrowTcTile = 64;
 inline bool grouped_hybrid_narrow(const GroupedLaunch& l, int64_t T) {
   if (l.wgmma_narrow >= 0) return l.wgmma_narrow == 1;
-  static_assert(kGroupedNarrowTcTile == kGroupedBigTile / 2);
+  static_assert(kGroupedNarrowTcTile == kGroupedBigTile / 2 &&
+                kGroupedNarrowTcTile == kGroupedF4p2Tile);
   return T <= kGroupedNarrowTcTile;
 }
 // Whether a hybrid call's BF16 big tiles take the 64-token mma.sync tile GEMM: narrow, and only

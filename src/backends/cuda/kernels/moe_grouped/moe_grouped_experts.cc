@@ -233,13 +233,13 @@ bool encode_act_tmap(const void* base, int64_t rows, int64_t cols, unsigned char
 // grouped_x_pos_counts
 std::atomic<int64_t> x_pos_calls{0}, x_pos_copies{0}, f4_down_tma_calls{0};
 std::atomic<int64_t> early_gate_up_calls{0};  // grouped_early_gate_up_calls
+std::atomic<int64_t> f4p2_calls{0};           // grouped_f4p2_calls
 }  // namespace
 
 GroupedXPosCounts grouped_x_pos_counts() {
   return {x_pos_calls.load(), x_pos_copies.load(), f4_down_tma_calls.load()};
 }
 int64_t grouped_early_gate_up_calls() { return early_gate_up_calls.load(); }
-std::atomic<int64_t> f4p2_calls{0};
 int64_t grouped_f4p2_calls() { return f4p2_calls.load(); }
 
 int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I) {
@@ -260,9 +260,9 @@ int grouped_hybrid_min_share(const GroupedLaunch& l) {
 }
 
 int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens) {
-  // The streaming list, then room for the hybrid's big-tile list (of 64-token tiles at most:
+  // The streaming list, then room for the hybrid's big-tile list (of its smaller tiles:
   // MoeGroupParams::big_tile).
-  return list_tiles(T * K, E, tile_tokens) + list_tiles(T * K, E, kGroupedBigTile / 2);
+  return list_tiles(T * K, E, tile_tokens) + list_tiles(T * K, E, kGroupedF4p2Tile);
 }
 
 void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, const float* x,
@@ -318,13 +318,13 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   const bool f4p2 =
       f8 && ge.fmt == GroupedFmt::kNvfp4 &&
       (l.wgmma ? T * KS < static_cast<int64_t>(l.f4p2_max_mean) * ge.E
-               : hybrid && (l.f4p2_big == 2 || (l.f4p2_big == 1 && T <= kGroupedBigTile / 2)));
+               : hybrid && (l.f4p2_big == 2 || (l.f4p2_big == 1 && T <= kGroupedF4p2Tile)));
   if (f4p2) {
     ++f4p2_calls;
     if (hybrid) {
-      gp.big_tile = 64;
+      gp.big_tile = kGroupedF4p2Tile;
     } else {
-      gp.tile_tokens = 64;
+      gp.tile_tokens = kGroupedF4p2Tile;
       gp.max_tiles = list_tiles(T * KS, ge.E, gp.tile_tokens);
     }
   }
@@ -379,11 +379,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       !(f8 && ge.fmt == GroupedFmt::kNvfp4)) {
     // The kernels split only where the items fill at most half their grid (sm_count CTAs), so
     // at most sm_count / 2 items need a counter; fewer when the call cannot have that many: at
-    // most T K / 128 + T K / big_min big tiles (each big expert's last one partial), I / 128
+    // most T K / big_tile + T K / big_min big tiles (each big expert's last one partial), I / 128
     // items each. Calls with more items than counters run unsplit (ws_split_count).
     const int64_t cap = std::min<int64_t>(
         std::max(1, l.sm_count / 2),
-        (T * KS / kGroupedBigTile + 1 + T * KS / std::max(1, l.wgmma_min_tokens)) * (ge.I / 128));
+        (T * KS / gp.big_tile + 1 + T * KS / std::max(1, l.wgmma_min_tokens)) * (ge.I / 128));
     const int64_t counter_floats = (cap + 63) / 64 * 64;  // 256-byte aligned partials
     const int64_t bytes = (T * KS * ge.D - counter_floats) * 4;
     if (bytes >= grouped::kWsSplitItemBytes) {
