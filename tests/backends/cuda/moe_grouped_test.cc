@@ -1270,12 +1270,12 @@ TEST_F(MoeGroupedTest, F4TwoProducersIsBitIdentical) {
         a.f4p2_max_mean = 0;
         a.f4p2_big = 0;
         Launch b = a;
-        // P2 (hybrid: its big tiles) just below the call's slots per expert (T * K < max * E)
-        const int64_t mean_up = (c.T * c.K + c.E - 1) / c.E;  // ceil(T * K / E)
+        // P2 (hybrid: its big tiles) with the bound just above the call's slots per expert
+        // (T * K < max * E), which the check at the bound below takes away
         if (hybrid)
-          b.f4p2_big = c.T <= 64 ? 1 : 2;  // (1: where every big tile is narrow)
+          b.f4p2_big = c.T <= kGroupedF4p2Tile ? 1 : 2;  // (1: at T <= 64 only)
         else
-          b.f4p2_max_mean = static_cast<int>(c.T * c.K % c.E == 0 ? mean_up + 1 : mean_up);
+          b.f4p2_max_mean = static_cast<int>(c.T * c.K / c.E + 1);
         const int64_t before = grouped_f4p2_calls();
         const Tensor ya = check(Fmt::kNvfp4, c.T, c.D, c.I, c.E, c.K, c.r, a);
         EXPECT_EQ(grouped_f4p2_calls(), before) << c.what;
