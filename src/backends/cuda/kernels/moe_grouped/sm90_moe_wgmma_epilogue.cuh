@@ -74,15 +74,16 @@ __device__ __forceinline__ float2 silu_up(const float (&acc)[BN / 2], int j, int
 // FP8, 256 staged rows: the item's 128 h columns nblk * 128.. are one 128-k block of down's
 // activations). h is rounded to F16 (act_bits) as the 16-bit epilogue stores it, amax taken over
 // the block (a quad's lanes hold its 128 columns of a token; narrow tiles, qmask 5 / 10: each
-// consumer warpgroup half of them, combined through xchg [2 warpgroups][64 tokens] in shared
-// memory behind barrier 1 of the 256 consumer threads, once per token half), s = amax / 448 (1 for
+// consumer warpgroup nw half of them, in the slots of quarters 0 and 2 for columns 64 nw on,
+// combined through xchg [2 warpgroups][64 tokens] in shared memory behind barrier 1 of the 256
+// consumer threads, once per token half), s = amax / 448 (1 for
 // an all-zero block), codes of v * (448 / amax): quant_e4m3_block's arithmetic on the same F16
 // values, so the same bits as moe_quant_rows. Codes at hq [row, N] by 8-byte stores (a quad
 // transpose gives lane c column group 4 m + c whole), the scale at hq_scale [row, N / 128].
 template <bool TMA>
 __device__ __forceinline__ void epilogue_hq(const MoeGemmParams& p, int pos0, int cnt, int64_t nblk,
                                             const float (&acc)[128], int tok0, int c,
-                                            unsigned qmask, float* xchg) {
+                                            unsigned qmask, float* xchg, int nw) {
   constexpr int BN = 256;
   const int64_t kb = p.N / 128;
 #pragma unroll
@@ -104,17 +105,16 @@ __device__ __forceinline__ void epilogue_hq(const MoeGemmParams& p, int pos0, in
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
     if (xchg != nullptr) {  // narrow: the other consumer warpgroup's half of the block
-      const int wg = (qmask & 1u) ? 0 : 1;
-      if (c == 0) xchg[wg * 64 + tok] = amax;
+      if (c == 0) xchg[nw * 64 + tok] = amax;
 #ifdef MOE_WGMMA_ENABLED
       asm volatile("bar.sync 1, 256;" ::: "memory");
 #endif
-      amax = fmaxf(amax, xchg[(1 - wg) * 64 + tok]);
+      amax = fmaxf(amax, xchg[(1 - nw) * 64 + tok]);
     }
     const bool valid = tok < cnt;
     const float inv = amax > 0.f ? 448.f / amax : 1.f;
     const int64_t row = pos0 + (valid ? tok : 0);
-    uint8_t* q = p.hq + row * p.N + nblk * (BN / 2);
+    uint8_t* q = p.hq + row * p.N + nblk * (BN / 2) + 64 * nw;
 #pragma unroll
     for (int m = 0; m < BN / 64; ++m) {
       if (!((qmask >> (m >> 1)) & 1u)) continue;
@@ -130,8 +130,7 @@ __device__ __forceinline__ void epilogue_hq(const MoeGemmParams& p, int pos0, in
         *reinterpret_cast<uint2*>(q + 8 * (4 * m + c)) =
             make_uint2(w[0] | (w[1] << 16), w[2] | (w[3] << 16));
     }
-    if (valid && c == 0 && (qmask & 1u))
-      p.hq_scale[row * kb + nblk] = amax > 0.f ? amax / 448.f : 1.f;
+    if (valid && c == 0 && nw == 0) p.hq_scale[row * kb + nblk] = amax > 0.f ? amax / 448.f : 1.f;
   }
 }
 
@@ -147,15 +146,18 @@ struct EpiRows {
 // it * 16 + lane / 4) and staged row 8 j + 2 c + (q & 1) (c = lane % 4). gate_up writes
 // h = silu(gate) * up (16-bit), down the routing-weighted rows (f32 or bf16,
 // MoeGemmParams::out_bf16). qmask: the quarters of staged rows (bit qd: rows 64 qd..) whose
-// columns this thread writes (narrow tiles: two of the four; TMA gate_up: the gate quarters).
-// FP8 gate_up with p.hq: epilogue_hq (xchg: its narrow tiles' exchange buffer).
+// columns this thread writes (narrow tiles: 5, quarters 0 and 2; TMA gate_up: the gate quarters).
+// nw: a narrow tile's warpgroup (sm90_moe_wgmma_ws.cuh's f8_kblock_narrow), whose slots of
+// quarters 0 and 2 hold quarters nw and nw + 2: every column it writes is 64 nw further on (TMA
+// only; 0 otherwise). FP8 gate_up with p.hq: epilogue_hq (xchg: its narrow tiles' exchange
+// buffer).
 template <GroupedFmt F, int BN, bool GU, bool TMA>
 __device__ __forceinline__ void epilogue(const MoeGemmParams& p, int e, int pos0, int cnt,
                                          int64_t nblk, const float (&acc)[BN / 2], int tok0, int c,
                                          unsigned qmask = 0xFu, float* xchg = nullptr,
-                                         const EpiRows* er = nullptr) {
+                                         const EpiRows* er = nullptr, int nw = 0) {
   if constexpr (GU && F == GroupedFmt::kFp8Block && BN == 256)
-    if (p.hq != nullptr) return epilogue_hq<TMA>(p, pos0, cnt, nblk, acc, tok0, c, qmask, xchg);
+    if (p.hq != nullptr) return epilogue_hq<TMA>(p, pos0, cnt, nblk, acc, tok0, c, qmask, xchg, nw);
   float gsc[2] = {1.f, 1.f};
   if constexpr (F == GroupedFmt::kNvfp4) {
     gsc[0] = p.gs[0][e] * grouped::kNvfp4Unscale;
@@ -171,7 +173,8 @@ __device__ __forceinline__ void epilogue(const MoeGemmParams& p, int e, int pos0
     const bool valid = tok < cnt;
     if constexpr (GU) {
       uint16_t* h = static_cast<uint16_t*>(p.out) +
-                    static_cast<int64_t>(pos0 + (valid ? tok : 0)) * p.N + nblk * (BN / 2);
+                    static_cast<int64_t>(pos0 + (valid ? tok : 0)) * p.N + nblk * (BN / 2) +
+                    64 * nw;
 #pragma unroll
       for (int m = 0; m < BN / 64; ++m) {
         if (!((qmask >> (m >> 1)) & 1u)) continue;  // (TMA) gate quarter m / 2, up m / 2 + 2
@@ -199,7 +202,7 @@ __device__ __forceinline__ void epilogue(const MoeGemmParams& p, int e, int pos0
     } else {
       const int64_t slot = valid ? (er != nullptr ? er->slot[hh] : p.sorted_slot[pos0 + tok]) : 0;
       const float wv = valid ? (er != nullptr ? er->w[hh] : p.slot_w[slot]) * gsc[0] : 0.f;
-      const int64_t o = slot * p.N + nblk * BN;
+      const int64_t o = slot * p.N + nblk * BN + 64 * nw;
       if (p.out_bf16) {  // half the bytes for the combine to read (MoeGemmParams::out_bf16)
         __nv_bfloat16* ob = static_cast<__nv_bfloat16*>(p.out) + o;
 #pragma unroll

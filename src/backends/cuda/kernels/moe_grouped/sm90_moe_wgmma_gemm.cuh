@@ -385,23 +385,28 @@ __device__ __forceinline__ void f8_kblock(float (&acc)[BN / 2], float (&part)[2]
   }
 }
 
-// F8 narrow k-block (tiles of 64 tokens or fewer): warpgroup W computes quarters W and W + 2 of the
+// F8 narrow k-block (tiles of 64 tokens or fewer): warpgroup w computes quarters w and w + 2 of the
 // staged rows (TMA gate_up: gate and up of the same 64 columns) for tokens 0..63 (da), two groups
 // in flight; with the other warpgroup on the other two quarters the tile has no padding warpgroup.
-template <int BN, bool GU, int W>
+// The quarters are picked at run time in the weight descriptor only: their sums go to the
+// accumulator slots of quarters 0 and 2 (the same scales: quarters w and w + 2 are in blocks 0
+// and 1 as 0 and 2 are), and the epilogue writes them to columns 64 w on (its col0), so the kernel
+// has one narrow k-loop for both warpgroups (two, one per compile-time quarter, spilled the F4
+// instance's registers: 232 bytes stored; docs/moe-kernels.md).
+template <int BN, bool GU>
 __device__ __forceinline__ void f8_kblock_narrow(float (&acc)[BN / 2], float (&part)[2][32],
-                                                 uint64_t da, uint64_t db, const float (&sca)[2],
-                                                 const float (&scw)[2]) {
+                                                 uint64_t da, uint64_t db, int w,
+                                                 const float (&sca)[2], const float (&scw)[2]) {
   static_assert(BN == 256);
   float sc[4];
   f8_scales(sc, sca, scw);
   wgmma_fence();
-  f8_issue<true>(part[0], da, db, W);
-  f8_issue<true>(part[1], da, db, W + 2);
+  f8_issue<true>(part[0], da, db, w);
+  f8_issue<true>(part[1], da, db, w + 2);
   wgmma_wait<1>();
-  f8_promote<BN, GU, true>(acc, part[0], W, sc);
+  f8_promote<BN, GU, true>(acc, part[0], 0, sc);
   wgmma_wait<0>();
-  f8_promote<BN, GU, true>(acc, part[1], W + 2, sc);
+  f8_promote<BN, GU, true>(acc, part[1], 2, sc);
 }
 
 // TMA: the weight rows of k-block ks (128 k) of item (expert e, n-block nblk) into the stage's

@@ -527,9 +527,9 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
       fence_acc(acc);
-      // The k-loop per mode (no branch inside it).
-      auto kloop = [&](auto mode_c) {
-        constexpr int kMode = decltype(mode_c)::value;  // 2: full tile; 0, 1: narrow, warpgroup
+      // The k-loop per mode (no branch inside it): the full tile, or narrow (quarters wg, wg + 2).
+      auto kloop = [&](auto narrow_c) {
+        constexpr bool kNarrow = decltype(narrow_c)::value;
         for (int ks = kb0; ks < kb1; ++ks) {
           float sca[2], scw[2];
           if constexpr (F4) {
@@ -537,7 +537,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
             if (ks + 1 < kb1) load_scales_f4(w.e, ks + 1);
           }
           uint64_t da, db;
-          acquire(stage, fphase, kMode == 2 ? wg * 64 : 0, da, db);
+          acquire(stage, fphase, kNarrow ? 0 : wg * 64, da, db);
           const uint32_t hd = hdr + stage * kWsHdrBytes;
           if constexpr (!F4) {
             sca[0] = lds_f32(hd + kWsHdrAct + 4 * ta);
@@ -551,20 +551,18 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
               er.w[hh] = lds_f32(hd + kWsHdrEpi + 8 * (ta + 8 * hh) + 4);
             }
           }
-          if constexpr (kMode == 2)
-            f8_kblock<BN, GU, true>(acc, part, da, db, sca, scw);
+          if constexpr (kNarrow)
+            f8_kblock_narrow<BN, GU>(acc, part, da, db, wg, sca, scw);
           else
-            f8_kblock_narrow<BN, GU, kMode>(acc, part, da, db, sca, scw);
+            f8_kblock<BN, GU, true>(acc, part, da, db, sca, scw);
           release(stage);
           if (++stage == kSt) stage = 0, fphase ^= 1u;
         }
       };
-      if (!narrow)
-        kloop(std::integral_constant<int, 2>{});
-      else if (wg == 0)
-        kloop(std::integral_constant<int, 0>{});
+      if (narrow)
+        kloop(std::true_type{});
       else
-        kloop(std::integral_constant<int, 1>{});
+        kloop(std::false_type{});
       fence_acc(acc);
       if (SPLIT && S > 1) {
         // Every range's CTA stores its sums (thread-major, coalesced); the last to arrive adds
@@ -593,9 +591,10 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       }
       float* xchg = nullptr;
       if (GU && narrow && p.hq != nullptr) xchg = hq_x[hq_turn++ & 1];
+      // narrow: slots of quarters 0 and 2 (f8_kblock_narrow), written to columns 64 wg on
       epilogue<GroupedFmt::kFp8Block, BN, GU, true>(p, w.e, w.pos0, w.cnt, w.nblk, acc, ta, c,
-                                                    narrow ? 5u << wg : 0xFu, xchg,
-                                                    F4 ? nullptr : &er);
+                                                    narrow ? 5u : 0xFu, xchg, F4 ? nullptr : &er,
+                                                    narrow ? wg : 0);
     }
   }
   if constexpr (PAIRS) cluster_sync();  // no arrival or multicast reaches an exited CTA
