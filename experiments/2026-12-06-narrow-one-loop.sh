@@ -9,7 +9,7 @@
 set -u
 o=${OUT:-/tmp/out}; mkdir -p $o; L=$o/narrow.log
 phase=${1:-ab}
-A=build-run/s50/base/moe_bench; B=build-gpu/bin/moe_bench
+A=${A:-build-run/s50/base/moe_bench}; B=${B:-build-gpu/bin/moe_bench}
 [ -x $A ] && [ -x $B ] || { echo "missing $A or $B" >> $L; exit 2; }
 nvidia-smi --query-gpu=name --format=csv,noheader >> $L
 run() { local tag=$1; shift; echo "== $tag $(date +%T): $*" >> $L
