@@ -307,17 +307,18 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     // gate_up's tile list before the wait: on (run_grouped_experts takes it where it applies).
     EXPECT_TRUE(small.early_gate_up) << moe_fmt_name(f);
   }
-  // 32 tokens per expert: every format takes wgmma on sm_90 (NVFP4 with two producer warpgroups,
-  // measured, moe_config.cc), none on sm_120; at 31 NVFP4 keeps streaming 32-token tiles with the
-  // hybrid; 16 per expert: 32-token tiles for BF16 and FP8.
+  // 32 tokens per expert: every format takes wgmma on sm_90 (NVFP4 with two producer warpgroups
+  // from 20, measured, moe_config.cc), none on sm_120; at 19 NVFP4 keeps streaming 32-token tiles
+  // with the hybrid; 16 per expert: 32-token tiles for BF16 and FP8.
   for (GroupedFmt f : kFmts) {
     EXPECT_TRUE(moe_heuristic_config({1024, 6144, 2048, 256, 8, f}, sm90).wgmma) << moe_fmt_name(f);
     EXPECT_FALSE(moe_heuristic_config({1024, 6144, 2048, 256, 8, f}, sm120).wgmma);
   }
+  EXPECT_TRUE(moe_heuristic_config({640, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90).wgmma);
   const MoeKernelConfig h =
-      moe_heuristic_config({992, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90);
+      moe_heuristic_config({608, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90);
   EXPECT_EQ(h, (MoeKernelConfig{4, 4, 2, false}));
-  EXPECT_EQ(moe_launch(h, sm90, GroupedFmt::kNvfp4, 992, 256, 2048).wgmma_min_tokens, 32);
+  EXPECT_EQ(moe_launch(h, sm90, GroupedFmt::kNvfp4, 608, 256, 2048).wgmma_min_tokens, 32);
   for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block})
     EXPECT_EQ(moe_heuristic_config({512, 6144, 2048, 256, 8, f}, sm90),
               (MoeKernelConfig{4, 4, 2, false}))
@@ -325,8 +326,8 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
 }
 
 // The warpgroup-MMA launch's threshold in expected tokens per expert (T K / E) depends on the
-// shape: TP8 shards (I <= 256) from 24 (BF16) / 12 (FP8) / 14 (NVFP4), NVFP4 with fewer than 128
-// experts from 14, else 32; and NVFP4's hybrid takes experts of 32 or
+// shape: TP8 shards (I <= 256) from 24 (BF16) / 12 (FP8) / 12 (NVFP4), NVFP4 with fewer than 128
+// experts from 12, else 32 (NVFP4 20); and NVFP4's hybrid takes experts of 32 or
 // more tokens from T 512 rows where its big tiles are F4 and gate_up is not split (I > 512).
 TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
@@ -341,11 +342,11 @@ TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   EXPECT_TRUE(wg(768, 256, 256, 8, bf16));   // 24
   EXPECT_FALSE(wg(352, 256, 256, 8, fp8));   // 11
   EXPECT_TRUE(wg(384, 256, 256, 8, fp8));    // 12
-  EXPECT_FALSE(wg(416, 256, 256, 8, nv));    // 13
-  EXPECT_TRUE(wg(448, 256, 256, 8, nv));     // 14
-  // EP8 (32 local experts, a slot per row): NVFP4 from 14, the others as unsharded.
-  EXPECT_FALSE(wg(447, 2048, 32, 1, nv));
-  EXPECT_TRUE(wg(448, 2048, 32, 1, nv));
+  EXPECT_FALSE(wg(352, 256, 256, 8, nv));    // 11
+  EXPECT_TRUE(wg(384, 256, 256, 8, nv));     // 12
+  // EP8 (32 local experts, a slot per row): NVFP4 from 12, the others as unsharded.
+  EXPECT_FALSE(wg(383, 2048, 32, 1, nv));
+  EXPECT_TRUE(wg(384, 2048, 32, 1, nv));
   EXPECT_FALSE(wg(640, 2048, 32, 1, fp8));
   EXPECT_FALSE(wg(992, 2048, 32, 1, bf16));
   EXPECT_TRUE(wg(1024, 2048, 32, 1, fp8));
@@ -354,12 +355,12 @@ TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   EXPECT_TRUE(wg(1024, 2048, 256, 8, bf16));
   EXPECT_FALSE(wg(992, 2048, 256, 8, fp8));
   EXPECT_TRUE(wg(1024, 2048, 256, 8, fp8));
-  EXPECT_FALSE(wg(992, 2048, 256, 8, nv));
-  EXPECT_TRUE(wg(1024, 2048, 256, 8, nv));
+  EXPECT_FALSE(wg(608, 2048, 256, 8, nv));  // 19
+  EXPECT_TRUE(wg(640, 2048, 256, 8, nv));   // 20
   for (GroupedFmt f : kFmts)
     EXPECT_FALSE(moe_heuristic_config({640, 6144, 256, 256, 8, f}, sm120).wgmma);
   // NVFP4's hybrid threshold.
-  const MoeKernelConfig d = moe_heuristic_config({992, 6144, 2048, 256, 8, nv}, sm90);
+  const MoeKernelConfig d = moe_heuristic_config({608, 6144, 2048, 256, 8, nv}, sm90);
   ASSERT_FALSE(d.tc);
   EXPECT_EQ(moe_launch(d, sm90, nv, 1024, 256, 2048).wgmma_min_tokens, 32);
   EXPECT_EQ(moe_launch(d, sm90, nv, 512, 256, 2048).wgmma_min_tokens, 32);

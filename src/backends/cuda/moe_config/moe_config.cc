@@ -135,8 +135,9 @@ constexpr int64_t kGroupedNvfp4Hybrid32MinRows = 512;
 //   T 896 / 1024 / 1280 3178 / 3271 / 3561 -> 3779 / 3699 / 3826; zipf1.5 T 1024 3050 -> 3711):
 //   its hybrid's lower per-expert threshold (moe_launch) recovers most of uniform's gap instead.
 // NVFP4 since its full launch runs on two producer warpgroups below kF4P2MaxMean slots per expert
-// (GroupedLaunch::f4p2_max_mean): the full launch from 14 tokens per expert on the sharded shapes
-// (TP8's I 256, EP8's 32 experts), from 32 unsharded. NOTE: measured on an H100 (docs/perf.md,
+// (GroupedLaunch::f4p2_max_mean): the full launch from 12 tokens per expert on the sharded shapes
+// (TP8's I 256, EP8's 32 experts), from 20 unsharded. NOTE: session 50's interleaved A/B (below
+// the list) moved them from session 49's 14 / 32. Measured on an H100 (docs/perf.md,
 // 2026-12-05 session 49; the heuristic of then against moe_bench --wg 1 with P2; T >= 512
 // interleaved, below in separate runs of the same call), us:
 // - EP8 uniform T 384 / 448 / 512 / 768 (13 / 15 / 17 / 26 per expert) 336.7 / 357.9 / 407.4 /
@@ -152,8 +153,17 @@ constexpr int64_t kGroupedNvfp4Hybrid32MinRows = 512;
 //   3382 / 3820 in the same A/B) against session 47's hybrid 3271 at T 1024 (2897 at T 640):
 //   from 32 per expert uniform and zipf1 both gain. Hot routing loses on P2 (hot8 T 512 / 1024
 //   662 / 1248 against one producer's 608 / 1143: its experts take 8..16 64-token tiles).
-constexpr double kF4P2MinMeanSharded = 14;
-constexpr double kF4P2MinMean = 32;
+// - Session 50 (docs/perf.md, 2026-12-06; H100, moe_bench --ab "--wg 1" on 68d051e: the
+//   heuristic of 2c008cf against the full launch on P2, interleaved, B/A): unsharded glm5 / dsv3
+//   uniform T 512 / 640 / 768 / 896 (16 / 20 / 24 / 28 per expert) 0.86 / 0.82 / 0.76 / 0.71 and
+//   0.88 / 0.82 / 0.75 / 0.75; zipf1 1.10 / 0.94 / 0.92 / 0.95 and 1.11 / 0.95 / 0.96 / 0.96;
+//   zipf1.5 1.19 / 1.00 / 0.98 / 1.03 and 1.20 / 1.03 / 1.00 / 1.02; hot8 1.13-1.18 (the hybrid
+//   keeps its 8 hot experts on 128-token tiles; as at T 1024 since session 49). From 20: uniform
+//   and zipf1 gain, zipf1.5 level, hot8 loses. EP8 uniform T 320 / 384 (10.5 / 12.7 per expert)
+//   1.07 / 0.96; TP8 T 320 / 384 (10 / 12) uniform 1.11 / 1.02, zipf1 0.97 / 0.91, hot8 0.49 /
+//   0.64 (the hybrid's TP8 hot experts at 234 / 193 us against P2's 114 / 124). From 12.
+constexpr double kF4P2MinMeanSharded = 12;
+constexpr double kF4P2MinMean = 20;
 // P2's 64-token tiles against the one-producer kernel's 128 on the full launch: P2 below 64 slots
 // per expert. NOTE: measured on an H100 (docs/perf.md, 2026-12-05 session 49; moe_bench --wg 1
 // against the same with P2, interleaved, uniform routing): B/A glm5 / dsv3 / EP8 / TP8 at T 256..
