@@ -36,6 +36,7 @@ struct LaunchOverrides {
   int group_warp = -1;       // --group-warp 0|1 (GroupedLaunch::group_one_warp)
   int f4p2 = -1;             // --f4p2 N (GroupedLaunch::f4p2_max_mean)
   int f4p2_big = -1;         // --f4p2-big 0|1|2 (GroupedLaunch::f4p2_big)
+  int f4p2_split = -1;       // --f4p2-split N (GroupedLaunch::f4p2_split)
   double hybrid_gb = -1;     // --hybrid-gb X (GroupedLaunch::hybrid_min_bytes / 1e9)
   double hybrid_share = -1;  // --hybrid-share X (GroupedLaunch::hybrid_min_share)
 
@@ -67,6 +68,7 @@ struct LaunchOverrides {
     if (group_warp >= 0) l.group_one_warp = group_warp == 1;
     if (f4p2 >= 0) l.f4p2_max_mean = f4p2;
     if (f4p2_big >= 0) l.f4p2_big = f4p2_big;
+    if (f4p2_split >= 0) l.f4p2_split = f4p2_split;
     if (hybrid_gb >= 0) l.hybrid_min_bytes = hybrid_gb * 1e9;
     if (hybrid_share >= 0) l.hybrid_min_share = hybrid_share;
     return l;
@@ -113,6 +115,16 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
     long long n = 0;
     if (!parse_int_in_range(a, v, 0, 2, "0 (never), 1 (at T <= 64) or 2 (always)", &n)) return -1;
     o->f4p2_big = static_cast<int>(n);
+    return 1;
+  }
+  if (a == "--f4p2-split") {
+    long long n = 0;
+    if (!parse_int_in_range(
+            a, v, 0, 1 << 20,
+            "N >= 0 (slots from which an expert of a P2 call takes 128-token tiles; 0: no split)",
+            &n))
+      return -1;
+    o->f4p2_split = static_cast<int>(n);
     return 1;
   }
   if (a == "--f4p2") {

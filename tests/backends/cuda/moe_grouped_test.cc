@@ -1295,6 +1295,59 @@ TEST_F(MoeGroupedTest, F4TwoProducersIsBitIdentical) {
   prepare_ = false;
 }
 
+// P2's full launch split by expert (GroupedLaunch::f4p2_split): experts of at least N slots on the
+// one-producer kernel's 128-token tiles (a second list and launch), the others on P2's 64-token
+// tiles, gives the bits of the one-producer full launch: experts on either side of N, every
+// expert big (P2's launch over an empty list), none big (the second launch's list empty), x by
+// position, packed and row-major weights. Without wgmma_hquant the call is not split.
+TEST_F(MoeGroupedTest, F4TwoProducersSplitByExpertIsBitIdentical) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  const F4Launches f4 = f4_launches(0);
+  struct Case {
+    const char* what;
+    int64_t T, D, I, E, K;
+    Routing r;
+    int split;
+  };
+  const Case cases[] = {{"~37 per expert, split at 40", 300, 256, 128, 16, 2, Routing::kRandom, 40},
+                        {"~75 per expert, split at 72", 300, 512, 256, 8, 2, Routing::kRandom, 72},
+                        {"every expert big", 77, 512, 256, 8, 3, Routing::kOne, 40},
+                        {"none big", 9, 512, 256, 8, 2, Routing::kRandom, 40},
+                        {"many experts", 1000, 256, 128, 64, 3, Routing::kRandom, 48}};
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (const Case& c : cases)
+      for (int xp : {0, 1}) {
+        Launch a = f4.tc;
+        a.x_pos = xp;
+        a.f4p2_max_mean = 0;
+        Launch b = a;
+        b.f4p2_max_mean = static_cast<int>(c.T * c.K / c.E + 1);
+        b.f4p2_split = c.split;
+        const int64_t calls = grouped_f4p2_calls(), splits = grouped_f4p2_split_calls();
+        const Tensor ya = check(Fmt::kNvfp4, c.T, c.D, c.I, c.E, c.K, c.r, a);
+        const Tensor yb = check(Fmt::kNvfp4, c.T, c.D, c.I, c.E, c.K, c.r, b);
+        EXPECT_EQ(grouped_f4p2_calls() - calls, 1) << c.what << ": P2 did not run";
+        EXPECT_EQ(grouped_f4p2_split_calls() - splits, 1) << c.what << ": not split";
+        EXPECT_EQ(differing_floats(ya, yb), 0)
+            << c.what << ": T " << c.T << " x_pos " << xp << " packed " << packed;
+      }
+  }
+  // h by moe_quant_rows: not split (it quantizes one list's rows), the same bits.
+  const int64_t splits = grouped_f4p2_split_calls();
+  Launch a = f4.tc_rows;
+  a.f4p2_max_mean = 0;
+  Launch b = a;
+  b.f4p2_max_mean = 300 * 2 / 16 + 1;
+  b.f4p2_split = 40;
+  const Tensor ya = check(Fmt::kNvfp4, 300, 256, 128, 16, 2, Routing::kRandom, a);
+  const Tensor yb = check(Fmt::kNvfp4, 300, 256, 128, 16, 2, Routing::kRandom, b);
+  EXPECT_EQ(grouped_f4p2_split_calls(), splits) << "split with h by moe_quant_rows";
+  EXPECT_EQ(differing_floats(ya, yb), 0) << "h by moe_quant_rows";
+  prepare_ = false;
+}
+
 // The hybrid's gate_up split along k where its items fill less than half the GPU
 // (GroupedLaunch::hybrid_split_k; ws_split_count): FP8 on the warp-specialized kernel (E4M3,
 // tensor maps), FP8 on the 256-thread kernel with E4M3 (no ws) and with F16 activations, BF16 and

@@ -263,6 +263,13 @@ struct GroupedLaunch {
   // tiles). moe_launch sets 1 for NVFP4 (moe_config.cc says where it was measured); moe_bench
   // --f4p2-big 0|1|2.
   int f4p2_big = 0;
+  // NVFP4's full launch on P2 split by expert (0: not split): experts of at least this many slots
+  // take the one-producer F4 kernel's 128-token tiles (a second list, MoeGroupParams::big_min /
+  // big_tile, and a second launch per GEMM), the others P2's 64-token tiles, so a hot expert reads
+  // its weights once per 128 tokens instead of 64. Only with wgmma_hquant (moe_quant_rows would
+  // need both lists). The same bits (P2 and the one-producer kernel agree per output).
+  // moe_bench --f4p2-split N.
+  int f4p2_split = 0;
   // The grouping of a call of at most 32 slots where no expert can take big tiles (no hybrid, or
   // its threshold above the slot count) and the list holds no pair units: warp 0 of the grouping
   // kernel's block 0 builds the list and the positions alone, in registers (match mask and
@@ -622,6 +629,8 @@ GroupedXPosCounts grouped_x_pos_counts();
 // This process's calls on the F4 two-producer kernel (GroupedLaunch::f4p2_max_mean, f4p2_big). For
 // the tests.
 int64_t grouped_f4p2_calls();
+// ... of them split by expert (GroupedLaunch::f4p2_split). For the tests.
+int64_t grouped_f4p2_split_calls();
 // This process's calls whose gate_up got the ids for its own tile list (GroupedLaunch::
 // early_gate_up). For the tests.
 int64_t grouped_early_gate_up_calls();

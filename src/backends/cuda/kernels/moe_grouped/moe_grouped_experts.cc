@@ -234,6 +234,7 @@ bool encode_act_tmap(const void* base, int64_t rows, int64_t cols, unsigned char
 std::atomic<int64_t> x_pos_calls{0}, x_pos_copies{0}, f4_down_tma_calls{0};
 std::atomic<int64_t> early_gate_up_calls{0};  // grouped_early_gate_up_calls
 std::atomic<int64_t> f4p2_calls{0};           // grouped_f4p2_calls
+std::atomic<int64_t> f4p2_split_calls{0};     // grouped_f4p2_split_calls
 }  // namespace
 
 GroupedXPosCounts grouped_x_pos_counts() {
@@ -241,6 +242,7 @@ GroupedXPosCounts grouped_x_pos_counts() {
 }
 int64_t grouped_early_gate_up_calls() { return early_gate_up_calls.load(); }
 int64_t grouped_f4p2_calls() { return f4p2_calls.load(); }
+int64_t grouped_f4p2_split_calls() { return f4p2_split_calls.load(); }
 
 int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I) {
   if (!(l.hybrid_min_bytes > 0) || D <= 0 || I <= 0) return 0;
@@ -319,6 +321,10 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       f8 && ge.fmt == GroupedFmt::kNvfp4 &&
       (l.wgmma ? T * KS < static_cast<int64_t>(l.f4p2_max_mean) * ge.E
                : hybrid && (l.f4p2_big == 2 || (l.f4p2_big == 1 && T <= kGroupedF4p2Tile)));
+  // P2's full launch split by expert (GroupedLaunch::f4p2_split): experts of at least that many
+  // slots in a second list of 128-token tiles for the one-producer kernel. The scratch holds it:
+  // grouped_max_tiles reserves a list of 128-token and one of 64-token tiles.
+  const bool f4p2_split = f4p2 && l.wgmma && l.f4p2_split > 0 && l.wgmma_hquant;
   if (f4p2) {
     ++f4p2_calls;
     if (hybrid) {
@@ -327,6 +333,13 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       gp.tile_tokens = kGroupedF4p2Tile;
       gp.max_tiles = list_tiles(T * KS, ge.E, gp.tile_tokens);
     }
+  }
+  if (f4p2_split) {
+    ++f4p2_split_calls;
+    gp.big_min = l.f4p2_split;  // (no gate: big_min_tiles 0)
+    gp.big_tile = kGroupedBigTile;
+    gp.big_tiles = s.tiles + 4 * gp.max_tiles;
+    gp.num_big = s.num_tiles + 1;
   }
   // Tokens per tile of the warpgroup-MMA GEMM's list (the bound of moe_quant_rows below).
   const int wg_tile = hybrid ? gp.big_tile : gp.tile_tokens;
@@ -475,6 +488,13 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       p.f4p2 = f4p2;
     }
     launch_moe_gemm(p, l.wgmma ? l : lb, stream);
+    if (f4p2_split) {  // the big experts' 128-token tiles on the one-producer kernel
+      p.tiles = gp.big_tiles;
+      p.num_tiles = gp.num_big;
+      p.f4p2 = false;
+      p.narrow = false;
+      launch_moe_gemm(p, l, stream);
+    }
   };
   // The NVFP4 ring's items of two sub-blocks, per GEMM, from the expected tile count (unless the
   // launch says; the count only for launches whose kernel has them).
