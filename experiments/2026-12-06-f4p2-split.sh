@@ -7,12 +7,9 @@
 # read their weights once per 128 tokens instead of 64), and against the heuristic where it keeps
 # the hybrid (hot8 T 640..896 unsharded: P2 alone 13-18% slower there, session 50).
 set -u
-o=${OUT:-/tmp/out}; mkdir -p $o; L=$o/split.log
 D=${D:-build-run/s51/split}
-export MOE_SOURCE_DIR_OVERRIDE=$PWD
-nvidia-smi --query-gpu=name --format=csv,noheader >> $L
-run() { local tag=$1; shift; echo "== $tag $(date +%T): $*" >> $L
-  timeout ${TMO:-90} "$@" 2>&1 | grep -v "^device\|^shape\|^fp8 emul" | tail -n ${TAIL:-200} >> $L; }
+LOG=split
+source "$(dirname "$0")/device-run.sh"  # $L, run
 TAIL=6 TMO=150 run test $D/moe_grouped_tests --gtest_filter='*F4TwoProducersSplit*'
 for n in 65 96 128; do
   TMO=120 run split-$n $D/moe_bench --fmt nvfp4 --shape glm5,glm5-ep8,glm5-tp8 --routing uniform,zipf1,zipf1.5,hot8 --tokens 640,1024,1536 --wg 1 --ab "--f4p2-split $n"

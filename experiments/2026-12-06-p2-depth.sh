@@ -4,8 +4,9 @@
 # wip_p2cfg 1..3), then each against main's 3 ring / 3 raw stages, interleaved: 1 = 2 / 5, 2 = 2 / 4,
 # 3 = 2 / 3 (the full launch, `--wg 1`; the hybrid's big tiles at hot8 T 48 / 64 by default).
 set -u
-o=${OUT:-/tmp/out}; mkdir -p $o; L=$o/depth.log
-D=build-run/s50/depth
+# (experiments/2026-12-06-p2-half-a.sh runs this with D / LOG of its own build.)
+o=${OUT:-/tmp/out}; mkdir -p $o; L=$o/${LOG:-depth}.log
+D=${D:-build-run/s50/depth}
 export MOE_SOURCE_DIR_OVERRIDE=$PWD
 nvidia-smi --query-gpu=name --format=csv,noheader >> $L
 run() { local tag=$1; shift; echo "== $tag $(date +%T): $*" >> $L

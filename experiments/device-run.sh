@@ -1,0 +1,15 @@
+# Sourced by the device scripts of experiments/ (session 50 on): the log $L under $OUT (name
+# LOG, default the script's), MOE_SOURCE_DIR_OVERRIDE for binaries built here, the GPU's name,
+# and run TAG CMD...: a header line, then CMD's output (less moe_bench's device / shape lines;
+# its last TAIL lines, default 200) under a timeout of TMO seconds (default 90).
+o=${OUT:-/tmp/out}
+mkdir -p "$o"
+L=$o/${LOG:-log}.log
+export MOE_SOURCE_DIR_OVERRIDE=$PWD
+nvidia-smi --query-gpu=name --format=csv,noheader >>"$L"
+run() {
+  local tag=$1
+  shift
+  echo "== $tag $(date +%T): $*" >>"$L"
+  timeout "${TMO:-90}" "$@" 2>&1 | grep -v "^device\|^shape\|^fp8 emul" | tail -n "${TAIL:-200}" >>"$L"
+}
