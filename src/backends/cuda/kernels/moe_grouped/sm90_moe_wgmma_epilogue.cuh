@@ -73,13 +73,13 @@ __device__ __forceinline__ float2 silu_up(const float (&acc)[BN / 2], int j, int
 // gate_up's epilogue with h quantized to E4M3 (MoeGemmParams::hq, GroupedLaunch::wgmma_hquant;
 // FP8, 256 staged rows: the item's 128 h columns nblk * 128.. are one 128-k block of down's
 // activations). h is rounded to F16 (act_bits) as the 16-bit epilogue stores it, amax taken over
-// the block (a quad's lanes hold its 128 columns of a token; narrow tiles, qmask 5 / 10: each
-// consumer warpgroup nw half of them, in the slots of quarters 0 and 2 for columns 64 nw on,
-// combined through xchg [2 warpgroups][64 tokens] in shared memory behind barrier 1 of the 256
-// consumer threads, once per token half), s = amax / 448 (1 for
-// an all-zero block), codes of v * (448 / amax): quant_e4m3_block's arithmetic on the same F16
-// values, so the same bits as moe_quant_rows. Codes at hq [row, N] by 8-byte stores (a quad
-// transpose gives lane c column group 4 m + c whole), the scale at hq_scale [row, N / 128].
+// the block (a quad's lanes hold its 128 columns of a token; narrow tiles, qmask 5: consumer
+// warpgroup nw holds half of them, in the slots of quarters 0 and 2, for columns 64 nw on; the
+// halves are combined through xchg [2 warpgroups][64 tokens] in shared memory behind barrier 1
+// of the 256 consumer threads, once per token half), s = amax / 448 (1 for an all-zero block),
+// codes of v * (448 / amax): quant_e4m3_block's arithmetic on the same F16 values, so the same bits
+// as moe_quant_rows. Codes at hq [row, N] by 8-byte stores (a quad transpose gives lane c column
+// group 4 m + c whole), the scale at hq_scale [row, N / 128].
 template <bool TMA>
 __device__ __forceinline__ void epilogue_hq(const MoeGemmParams& p, int pos0, int cnt, int64_t nblk,
                                             const float (&acc)[128], int tok0, int c,

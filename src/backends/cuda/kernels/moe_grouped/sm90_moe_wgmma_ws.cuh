@@ -602,8 +602,10 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
 
 // NARROW (GroupedLaunch::wgmma_narrow): tiles of 64 tokens or fewer computed narrow, both consumer
 // warpgroups on the same 64 tokens with two quarters of the weight rows each, instead of one
-// warpgroup computing 64 padding rows. Its second k-loop costs the kernel spills (24-60 bytes),
-// so it is an instance of its own, for calls whose experts mostly get <= 64 tokens.
+// warpgroup computing 64 padding rows. An instance of its own, for calls whose experts mostly get
+// <= 64 tokens: its second k-loop (the narrow one) cost the kernel 24-60 bytes of spills when each
+// warpgroup had its own (before a64a6da); since then the FP8 instances spill nothing and are level
+// with the plain ones where tiles are whole (docs/perf.md session 50).
 // SPLIT: split-K where the items fill less than half the grid (MoeGemmParams::split_partials; an
 // instance of its own: its reduction costs the k-loop spills).
 template <bool GU, bool NARROW = false, bool SPLIT = false>
