@@ -105,35 +105,26 @@ inline bool parse_int_in_range(const std::string& flag, const std::string& v, lo
 // One launch flag (LaunchOverrides) `a` with value `v` into *o: 1 when taken, 0 when `a` is not a
 // launch flag, -1 for a bad value (with a message saying what is expected).
 inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchOverrides* o) {
-  if (a == "--hybrid-min") {
+  // Whole numbers in [0, hi] (what: the message saying what is expected).
+  struct IntFlag {
+    const char* name;
+    long long hi;
+    const char* what;
+    int* out;
+  };
+  const IntFlag ints[] = {
+      {"--hybrid-min", 1LL << 30, "a token count >= 0 (0: no hybrid)", &o->hybrid_min},
+      {"--f4p2-big", 2, "0 (never), 1 (at T <= 64) or 2 (always)", &o->f4p2_big},
+      {"--f4p2-split", 1 << 20,
+       "N >= 0 (slots from which an expert of a P2 call takes 128-token tiles; 0: no split)",
+       &o->f4p2_split},
+      {"--f4p2", 1 << 20,
+       "N >= 0 (slots per expert below which F4 runs on two producers; 0: never)", &o->f4p2}};
+  for (const IntFlag& f : ints) {
+    if (a != f.name) continue;
     long long n = 0;
-    if (!parse_int_in_range(a, v, 0, 1LL << 30, "a token count >= 0 (0: no hybrid)", &n)) return -1;
-    o->hybrid_min = static_cast<int>(n);
-    return 1;
-  }
-  if (a == "--f4p2-big") {
-    long long n = 0;
-    if (!parse_int_in_range(a, v, 0, 2, "0 (never), 1 (at T <= 64) or 2 (always)", &n)) return -1;
-    o->f4p2_big = static_cast<int>(n);
-    return 1;
-  }
-  if (a == "--f4p2-split") {
-    long long n = 0;
-    if (!parse_int_in_range(
-            a, v, 0, 1 << 20,
-            "N >= 0 (slots from which an expert of a P2 call takes 128-token tiles; 0: no split)",
-            &n))
-      return -1;
-    o->f4p2_split = static_cast<int>(n);
-    return 1;
-  }
-  if (a == "--f4p2") {
-    long long n = 0;
-    if (!parse_int_in_range(
-            a, v, 0, 1 << 20,
-            "N >= 0 (slots per expert below which F4 runs on two producers; 0: never)", &n))
-      return -1;
-    o->f4p2 = static_cast<int>(n);
+    if (!parse_int_in_range(a, v, 0, f.hi, f.what, &n)) return -1;
+    *f.out = static_cast<int>(n);
     return 1;
   }
   if (a == "--hybrid-gb")

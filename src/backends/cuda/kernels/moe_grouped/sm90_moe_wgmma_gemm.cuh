@@ -390,7 +390,7 @@ __device__ __forceinline__ void f8_kblock(float (&acc)[BN / 2], float (&part)[2]
 // in flight; with the other warpgroup on the other two quarters the tile has no padding warpgroup.
 // The quarters are picked at run time in the weight descriptor only: their sums go to the
 // accumulator slots of quarters 0 and 2 (the same scales: quarters w and w + 2 are in blocks 0
-// and 1 as 0 and 2 are), and the epilogue writes them to columns 64 w on (its col0), so the kernel
+// and 1 as 0 and 2 are), and the epilogue writes them to columns 64 w on (its nw), so the kernel
 // has one narrow k-loop for both warpgroups (two, one per compile-time quarter, spilled the F4
 // instance's registers: 232 bytes stored; docs/moe-kernels.md).
 template <int BN, bool GU>
