@@ -138,8 +138,10 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
   sm90.cc = 90;
   sm120.cc = 120;
   const MoeKernelConfig w{16, 8, 1, false, true, true};
-  // Its largest kernel: NVFP4 in FP8's 3 stages of 48 KB, 3 raw stages of 20 KB, 2 KB of tables.
-  EXPECT_EQ(w.smem_bytes(), 3 * (128 + 256) * 128 + 3 * 20480 + 2048 + 48 + 1024);
+  // Its largest kernel: NVFP4 in FP8 on two producer warpgroups, 4 stages of 40 KB, 3 raw stages
+  // of 20 KB, 2 KB of tables.
+  EXPECT_EQ(w.smem_bytes(), 4 * (64 + 256) * 128 + 3 * 20480 + 2048 + 64 + 1024);
+  EXPECT_GT(w.smem_bytes(), grouped_wgmma_f4_smem_bytes());
   EXPECT_GT(w.smem_bytes(), grouped_wgmma_smem_bytes(256));
   for (GroupedFmt f : kFmts) {
     EXPECT_TRUE(moe_config_fits(w, f, sm90)) << moe_fmt_name(f);

@@ -44,9 +44,12 @@ struct MoeKernelConfig {
   // formats: NVFP4 launches take less, grouped_pipe_warp_bytes);
   // the tc GEMM a ring of token and weight tiles (grouped_tile_smem_bytes).
   int64_t smem_bytes() const {
-    // The largest of its kernels: NVFP4 computed in FP8 (3 stages + its raw ring) above the
-    // 4-stage 256-row FP8 / F16 / BF16 ones.
-    if (tc && wgmma) return std::max(grouped_wgmma_smem_bytes(256), grouped_wgmma_f4_smem_bytes());
+    // The largest of its kernels: NVFP4 computed in FP8 on two producer warpgroups (P2: 4 stages
+    // + its raw ring) above the one-producer one (3 stages + the raw ring) and the 4-stage 256-row
+    // FP8 / F16 / BF16 ones.
+    if (tc && wgmma)
+      return std::max({grouped_wgmma_smem_bytes(256), grouped_wgmma_f4_smem_bytes(),
+                       grouped_wgmma_f4p2_smem_bytes()});
     if (tc) return grouped_tile_smem_bytes(8 * nb);
     return pipelined ? int64_t{warps_per_cta} * kGroupedPipeWarpBytes : 0;
   }

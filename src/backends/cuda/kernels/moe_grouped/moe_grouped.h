@@ -94,6 +94,12 @@ constexpr int grouped_wgmma_f4_smem_bytes() {
 constexpr int kGroupedBigTile = 128;  // tokens per tile of the warpgroup-MMA GEMM
 // ... of its NVFP4 two-producer kernel (GroupedLaunch::f4p2_max_mean, f4p2_big)
 constexpr int kGroupedF4p2Tile = kGroupedBigTile / 2;
+// That kernel (P2): 4 stages of [64 tokens + 256 rows] x 128 k E4M3, 3 raw stages, the tables,
+// the stages' mbarriers, 1 KB of alignment.
+constexpr int grouped_wgmma_f4p2_smem_bytes() {
+  return 4 * (kGroupedF4p2Tile + 256) * 128 + 3 * (8 * 128 * 16 + 8 * 128 * 4) + 256 * 8 + 16 * 4 +
+         1024;
+}
 
 // One launch configuration of the grouped GEMMs (chosen by moe_config from DeviceInfo).
 struct GroupedLaunch {

@@ -213,14 +213,16 @@ PFN_cuTensorMapEncodeTiled_v12000 tmap_encoder() {
 }
 
 // GroupedLaunch::down_act_tma: the 2-D map of down's E4M3 activations (rows x cols bytes,
-// row-major, 16-byte aligned) in boxes of 128 rows x 128 bytes, 128-byte swizzled (the layout
-// the producers' cp.async gives the stage: grouped::swz); rows past the end read as zeros.
-bool encode_act_tmap(const void* base, int64_t rows, int64_t cols, unsigned char* out) {
+// row-major, 16-byte aligned) in boxes of box_rows rows (the kernel's tile: 128, P2's 64) x 128
+// bytes, 128-byte swizzled (the layout the producers' cp.async gives the stage: grouped::swz);
+// rows past the end read as zeros.
+bool encode_act_tmap(const void* base, int64_t rows, int64_t cols, int box_rows,
+                     unsigned char* out) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tmap_encoder();
   if (encode == nullptr) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols)};
-  const cuuint32_t box[2] = {128, 128}, elem[2] = {1, 1};
+  const cuuint32_t box[2] = {128, static_cast<cuuint32_t>(box_rows)}, elem[2] = {1, 1};
   CUtensorMap map;
   if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box,
              elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -466,6 +468,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     p.tiles = wg_tiles;  // the warpgroup-MMA GEMM, on FP8 activations when f8
     p.num_tiles = wg_num;
     if (f8) {
+      const int box_rows = f4p2 ? kGroupedF4p2Tile : kGroupedBigTile;  // the kernel's tile
       p.act = p.gate_up ? q : hq;
       p.act_scale = p.gate_up ? qs : hqs;
       if (p.gate_up && l.wgmma_hquant) p.hq = hq, p.hq_scale = hqs;
@@ -476,11 +479,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       if (!p.gate_up && l.down_act_tma && (ws_f8 || f4)) {
         // A map the driver refuses (it should not: h is 256-byte aligned, I a multiple of 128)
         // leaves down on the producers' gather, which gives the same bits.
-        p.act_tma = encode_act_tmap(hq, T * KS, ge.I, p.act_tmap);
+        p.act_tma = encode_act_tmap(hq, T * KS, ge.I, box_rows, p.act_tmap);
         if (p.act_tma && f4) ++f4_down_tma_calls;
       }
       if (p.gate_up && xs != nullptr) {  // x's codes by position (T * KS rows of D bytes)
-        p.act_tma = encode_act_tmap(xs, T * KS, ge.D, p.act_tmap);
+        p.act_tma = encode_act_tmap(xs, T * KS, ge.D, box_rows, p.act_tmap);
         if (p.act_tma) ++x_pos_calls;
       }
       p.pairs = pairs;
@@ -493,6 +496,9 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       p.num_tiles = gp.num_big;
       p.f4p2 = false;
       p.narrow = false;
+      if (p.act_tma)  // its activation boxes of 128 rows (P2's are 64; refused: the gather)
+        p.act_tma = encode_act_tmap(p.gate_up ? xs : hq, T * KS, p.gate_up ? ge.D : ge.I,
+                                    kGroupedBigTile, p.act_tmap);
       launch_moe_gemm(p, l, stream);
     }
   };

@@ -145,7 +145,7 @@ void launch_wgmma_f4(const MoeGemmParams& p, const GroupedLaunch& l, Stream stre
   constexpr void (*k2[2])(MoeGemmParams) = {moe_wgmma_f4p2_kernel<false>,
                                             moe_wgmma_f4p2_kernel<true>};
   launch_persistent(p.f4p2 ? k2[p.gate_up] : k[p.gate_up][p.narrow], p, wgmma_gemm::kWsThreads,
-                    wgmma_gemm::kSmemBytesF4, l.sm_count, 1,
+                    p.f4p2 ? wgmma_gemm::kSmemBytesF4P2 : wgmma_gemm::kSmemBytesF4, l.sm_count, 1,
                     p.gate_up ? "moe_grouped/wgmma_f4ws_gate_up" : "moe_grouped/wgmma_f4ws_down",
                     stream, l.pdl);
 }

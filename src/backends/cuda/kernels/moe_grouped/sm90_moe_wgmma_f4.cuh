@@ -23,6 +23,16 @@ constexpr int kF4LutBytes = 256 * 8;
 constexpr int kSmemBytesF4 =
     kF4Stages * kStageBytes<256> + kF4RawStages * kF4RawBytes + kF4LutBytes + 16 * kF4Stages + 1024;
 static_assert(kSmemBytesF4 <= 232448 && kSmemBytesF4 == grouped_wgmma_f4_smem_bytes());
+// P2 (moe_wgmma_f4p2_kernel): 4 ring stages of [64 tokens + 256 rows] x 128 k (40 KB) and 3 raw
+// stages. NOTE: measured on an H100 (docs/perf.md, 2026-12-06 session 50; moe_bench --wg 1 --ab
+// "--wip-p2cfg N" of experiments/2026-12-06-p2-depth.patch / -p2-half-a.patch): with stages of
+// 128 activation rows, 2 ring stages instead of 3 cost 2-3.5% at any raw depth (5 raw stages
+// gave back 0.5-1%); stages of 64 rows leave room for a fourth ring stage.
+constexpr int kF4P2Stages = 4;
+constexpr int kF4P2RawStages = 3;
+constexpr int kSmemBytesF4P2 = kF4P2Stages * (kGroupedF4p2Tile + 256) * kRowBytes +
+                               kF4P2RawStages * kF4RawBytes + kF4LutBytes + 16 * kF4P2Stages + 1024;
+static_assert(kSmemBytesF4P2 <= 232448 && kSmemBytesF4P2 == grouped_wgmma_f4p2_smem_bytes());
 // E4M3 weight value * 2^3 = value * scale (F4's tiles hold value * scale * 2^-3).
 constexpr float kF4Unscale = 8.f;
 

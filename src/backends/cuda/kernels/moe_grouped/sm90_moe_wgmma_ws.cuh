@@ -245,17 +245,21 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   static_assert(!F4 || (!PAIRS && !SPLIT), "F4: the single-CTA kernel without split-K");
   static_assert(!P2 || (F4 && !NARROW), "P2: F4's full instance on 64-token tiles");
   constexpr int kProdWarps = P2 ? 8 : 4, kConsWarps = P2 ? 4 : 8;
-  constexpr int kSt = F4 ? kF4Stages : kWsStages;
+  constexpr int kSt = P2 ? kF4P2Stages : F4 ? kF4Stages : kWsStages;
+  constexpr int kRaw = P2 ? kF4P2RawStages : kF4RawStages;
   grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
   grouped::pdl_launch_dependents();
   constexpr int BN = 256;
-  constexpr int kAStage = kBM * kRowBytes;
+  // P2's stages hold its 64-token tiles' activation rows only (so 4 stages fit; its activation
+  // boxes are 64 rows, encode_act_tmap).
+  constexpr int kAStage = (P2 ? kGroupedF4p2Tile : kBM) * kRowBytes;
+  constexpr int kStB = kAStage + BN * kRowBytes;  // a stage's bytes
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem_s =
       (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) + 1023u) & ~1023u;
   // F4's raw stages after the ring, then the barriers.
-  const uint32_t raw = smem_s + kSt * kStageBytes<BN>;
-  const uint32_t lut = raw + (F4 ? kF4RawStages * kF4RawBytes : 0);  // F4's magnitude tables
+  const uint32_t raw = smem_s + kSt * kStB;
+  const uint32_t lut = raw + (F4 ? kRaw * kF4RawBytes : 0);  // F4's magnitude tables
   const uint32_t full = lut + (F4 ? kF4LutBytes : 0), empty = full + 8 * kSt;
   const uint32_t hdr = empty + 8 * kSt;  // stage st's header at hdr + st * kWsHdrBytes
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -324,7 +328,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
     int jr = 0;  // jobs copied
     auto issue_raw = [&]() {
       if (q.unit < n_units) {
-        f4_copy<GU, kUnits>(p, q, ptid, raw + jr % kF4RawStages * kF4RawBytes, 4 * pw);
+        f4_copy<GU, kUnits>(p, q, ptid, raw + jr % kRaw * kF4RawBytes, 4 * pw);
         if (++q.ks == ksteps) {
           if (q.unit + stride < n_units)
             f4_seek<GU>(p, q.unit + stride, n_blocks, t, q);
@@ -339,7 +343,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       grouped::cp_async_commit();
     };
 #pragma unroll
-    for (int j = 0; j < kF4RawStages - 1; ++j) issue_raw();
+    for (int j = 0; j < kRaw - 1; ++j) issue_raw();
     int stage = 0, rs = 0;  // ring stage, raw stage of the job
     uint32_t ephase = 1;
     for (int unit = first; unit < n_units; unit += stride) {
@@ -353,10 +357,10 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
             !gather ? 0 : static_cast<int32_t>(act_row<GU>(p, w.pos0, min(r0 + 16 * i, w.cnt - 1)));
       for (int ks = 0; ks < ksteps; ++ks) {
         grouped::mbar_wait(empty + 8 * stage, ephase);
-        const uint32_t base = smem_s + stage * kStageBytes<BN>;
+        const uint32_t base = smem_s + stage * kStB;
         if (act_tma) {  // the 128 activation rows from position pos0, by TMA (thread 0)
           if (tid == 0) {
-            grouped::mbar_expect_tx(full + 8 * stage, kBM * 128);
+            grouped::mbar_expect_tx(full + 8 * stage, kAStage);
             grouped::tma_load_2d(base, p.act_tmap, ks * 128, w.pos0, full + 8 * stage);
           }
         } else if (gather) {
@@ -369,13 +373,13 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
         // before, a job ahead; by TMA there is none, and no such wait).
         if (gather) cp_async_arrive_noinc(full + 8 * stage);
         issue_raw();
-        cp_async_wait<kF4RawStages - 1>();  // this job's raw stage has landed
+        cp_async_wait<kRaw - 1>();  // this job's raw stage has landed
         f4_dequant<kUnits>(t, ptid, raw + rs * kF4RawBytes, base + kAStage, lut, 4 * pw);
         // (No proxy fence here: it waits for this thread's copies in flight, a stage's worth of
         // latency; the consumers fence after their wait on `full`, as for the copies.)
         grouped::mbar_arrive(full + 8 * stage);
         if (++stage == kSt) stage = 0, ephase ^= 1u;
-        if (++rs == kF4RawStages) rs = 0;
+        if (++rs == kRaw) rs = 0;
       }
     }
     cp_async_wait<0>();
@@ -404,13 +408,13 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       const int nv = w.cnt - r0;  // row i is a token of the tile if 16 i < nv
       for (int ks = kb0; ks < kb1; ++ks) {
         grouped::mbar_wait(empty + 8 * stage, ephase);
-        const uint32_t base = smem_s + stage * kStageBytes<BN>;
+        const uint32_t base = smem_s + stage * kStB;
         // The stage's header: the item by thread 0 (a plain store, released by its arrival
         // below), the block scales by cp.async (the arrivals after the copies).
         const uint32_t hd = hdr + stage * kWsHdrBytes;
         if (tid == 0) {
           if (act_tma) {  // the 128 activation rows from position pos0, by TMA
-            grouped::mbar_expect_tx(full + 8 * stage, kBM * 128);
+            grouped::mbar_expect_tx(full + 8 * stage, kAStage);
             grouped::tma_load_2d(base, p.act_tmap, ks * 128, w.pos0, full + 8 * stage);
           }
           sts_v4(hd, w.e, w.pos0, w.cnt, w.nblk);
@@ -473,7 +477,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       grouped::mbar_wait(full + 8 * st, ph);
       // the producers' cp.async (generic proxy) before the wgmma's reads (down by TMA: none)
       if (F4 || !act_tma) fence_proxy_async();
-      const uint32_t base = smem_s + st * kStageBytes<BN>;
+      const uint32_t base = smem_s + st * kStB;
       da = smem_desc(base + t0 * kRowBytes);
       db = smem_desc_sw64(base + kAStage);
     };
