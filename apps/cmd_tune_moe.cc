@@ -263,8 +263,8 @@ int cmd_tune_moe(int argc, char** argv, int first) {
       int64_t qbytes =
           16;  // FP8 activations of the warpgroup-MMA GEMM (the most any candidate needs)
       for (const cuda::MoeKernelConfig& c : cands)
-        qbytes = std::max(
-            qbytes, cuda::grouped_fp8_act_bytes(cuda::moe_launch(c, lim, f, T), f, T, D, I, KS));
+        qbytes = std::max(qbytes, cuda::grouped_fp8_act_bytes(cuda::moe_launch(c, lim, f, T, ES, I),
+                                                              f, T, D, I, KS));
       s.q = static_cast<uint8_t*>(b.get(qbytes, 0));
       if (b.failed) {
         std::fprintf(stderr, "tune-moe: %s T %lld: the GPU has no room for the activations\n",
@@ -274,7 +274,8 @@ int cmd_tune_moe(int argc, char** argv, int first) {
       double best_us = 1e30;
       cuda::MoeKernelConfig best = cuda::moe_heuristic_config(shape, lim);
       for (const cuda::MoeKernelConfig& c : cands) {
-        const cuda::GroupedLaunch l = cuda::moe_launch(c, lim, f, T);
+        // The launch the engine runs for this shape (cuda_ops_moe.cc passes the experts and I).
+        const cuda::GroupedLaunch l = cuda::moe_launch(c, lim, f, T, ES, I);
         auto layer = [&] {
           cuda::run_grouped_experts(g, y, D, x, D, idd, K, w, K, T, K, s, l, st);
         };

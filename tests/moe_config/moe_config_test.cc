@@ -189,6 +189,13 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(moe_launch(d, sm90, f, 48, 127).f4p2_big, 0) << moe_fmt_name(f);  // F16 big tiles
     EXPECT_EQ(moe_launch(w, sm90, f, 4096).f4p2_big, 0) << moe_fmt_name(f);     // no hybrid
     EXPECT_EQ(moe_launch(d, sm120, f, 1024).f4p2_big, 0) << moe_fmt_name(f);
+    // P2's full launch split by expert with 128 experts or more and unsharded rows only.
+    EXPECT_EQ(moe_launch(w, sm90, f, 1024, 256, 2048).f4p2_split, nv ? 96 : 0) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(w, sm90, f, 1024, 128, 512).f4p2_split, nv ? 96 : 0) << moe_fmt_name(f);
+    EXPECT_EQ(moe_launch(w, sm90, f, 1024, 256, 256).f4p2_split, 0) << moe_fmt_name(f);  // TP8
+    EXPECT_EQ(moe_launch(w, sm90, f, 1024, 32, 2048).f4p2_split, 0) << moe_fmt_name(f);  // EP8
+    EXPECT_EQ(moe_launch(w, sm90, f, 1024).f4p2_split, 0) << moe_fmt_name(f);  // E, I unknown
+    EXPECT_EQ(moe_launch(d, sm90, f, 1024, 256, 2048).f4p2_split, 0) << moe_fmt_name(f);
     EXPECT_EQ(grouped_fp8_act_bytes(moe_launch(d, sm90, f, 256), f, 256, 6144, 2048, 8) > 0,
               fp8 || nv)
         << moe_fmt_name(f);

@@ -170,6 +170,9 @@ constexpr double kF4P2MinMean = 20;
 // 1536 (8..48 per expert) 0.78-0.85 (glm5 T 1024 3355 -> 2632 us), at T 2048 (64 per expert,
 // where experts take a second 64-token tile) 0.955 / 0.960 / 1.070 / 0.964.
 constexpr int kF4P2MaxMean = 64;
+// The experts of a P2 full launch that take the one-producer kernel's 128-token tiles (moe_launch:
+// GroupedLaunch::f4p2_split; where, and the measurements, there).
+constexpr int kF4P2SplitMin = 96;
 namespace {
 double wgmma_min_mean(const MoeShape& s) {
   const bool nvfp4 = s.fmt == GroupedFmt::kNvfp4;
@@ -371,6 +374,21 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // level (0.98-1.008).
   l.f4p2_max_mean = l.wgmma && l.nvfp4_f8 ? kF4P2MaxMean : 0;
   l.f4p2_big = l.nvfp4_f8 && l.wgmma_min_tokens > 0 ? 1 : 0;
+  // P2's full launch split by expert (GroupedLaunch::f4p2_split): experts of kF4P2SplitMin slots or
+  // more on the one-producer kernel's 128-token tiles, in a second launch per GEMM, with 128
+  // experts or more on the GPU and unsharded rows (I > 256; 0, unknown, counts as sharded). NOTE:
+  // measured on an H100 (docs/perf.md, 2026-12-06 session 51; moe_bench --wg 1 --ab
+  // "--f4p2-split N", interleaved, T 640 / 1024 / 1536): glm5 hot8 0.81 / 0.79 / 0.74 at every N
+  // of 65 / 96 / 128 (against the heuristic's hybrid at T 640..896 0.79-0.81, dsv3 alike);
+  // zipf1.5 0.98 / 0.99 / 0.90 at 96 (0.99 / 0.95 / 0.91 at 65), zipf1 1.017 / 0.99 / 0.94 (65:
+  // 1.022 / 0.98 / 0.93), uniform 1.002-1.003 (the empty second launch; 65: 1.021 at T 1536,
+  // where experts pass 64 slots by chance). TP8 (I 256) loses under zipf1 / zipf1.5 (1.05-1.09 at
+  // every N, hot8 0.84-0.91) and EP8 (32 experts) gains nowhere (uniform / zipf1 1.01-1.02 at 96,
+  // zipf1 T 640 1.15 at 65): not there.
+  l.f4p2_split =
+      l.f4p2_max_mean > 0 && l.wgmma_hquant && I > 256 && E >= kGroupedNvf8HybridMinExperts
+          ? kF4P2SplitMin
+          : 0;
   // The hybrid's extra launches (warpgroup-MMA GEMMs over the big tiles, FP8 quantization of their
   // rows) with PDL for every format. NOTE: measured on the H200 (docs/perf.md, 2026-12-03 session
   // 26, moe_bench --hybrid-pdl 0|1 against --hybrid-min 0, uniform routing, where their lists are

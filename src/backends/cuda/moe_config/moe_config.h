@@ -94,7 +94,9 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
 // the hybrid's big tiles from T 256 rows, or from its first T with E >= 128 experts on the GPU
 // (E: the call's experts, 0 if unknown). The hybrid's per-expert threshold is 32 tokens for BF16,
 // 48 for FP8 and NVFP4, 32 for NVFP4 from T 512 rows where its big tiles are computed in FP8 and
-// do not split gate_up (I > 512; I: the experts' intermediate size, 0 if unknown).
+// do not split gate_up (I > 512; I: the experts' intermediate size, 0 if unknown). NVFP4's full
+// launch on two producer warpgroups (P2) sends experts of 96 slots or more to the one-producer
+// kernel's 128-token tiles (GroupedLaunch::f4p2_split) with E >= 128 and I > 256.
 GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f,
                          int64_t T, int64_t E = 0, int64_t I = 0);
 // Calls of at most this many tokens run a shared expert of the routed shape inside the grouped
