@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# one device call (~150 s) on build-run/s51/p2n (8c18bc6 + experiments/2026-12-06-p2-two-consumers.
+# one device call (~150 s) on build-run/s51/p2n (59015e4 + experiments/2026-12-06-p2-two-consumers.
 # patch, built here: scripts/stage-wip.sh s51/p2n experiments/2026-12-06-p2-two-consumers.patch
-# 8c18bc6 moe_bench moe_grouped_tests; carry build-run/s51/p2n). Two P2 variants and both:
+# 59015e4 moe_bench moe_grouped_tests; carry build-run/s51/p2n). Two P2 variants and both:
 # `--wip-p2n 1`: two consumer warpgroups on the narrow k-loop (quarters w, w + 2 each; 512
 # threads, 88 / 168 registers); `--wip-bulk 1`: the raw stages by bulk copies (packed weights:
 # thread 0 of each producer warpgroup copies its 16-row blocks, 1024 + 128 bytes each, on a raw
