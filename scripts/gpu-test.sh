@@ -5,7 +5,8 @@
 #                                       # compute-sanitizer memcheck (+ racecheck) on the model
 #                                       # tests, racecheck on the absorbed-MLA kernel tests,
 #                                       # memcheck + racecheck on the warpgroup-MMA MoE GEMM
-# Logs go to $OUT when it is set (the device tool), else build-gpu/logs. Env: MOE_GPU_JOBS
+# Logs go to $OUT when it is set (the device tool: summary.txt, the rest packed into
+# gpu-test-logs.tgz at the end), else build-gpu/logs. Env: MOE_GPU_JOBS
 # (build parallelism, default nproc), MOE_GPU_SANITIZE=0 to skip the sanitizer runs (moe: only
 # the grouped MoE kernels' memcheck and racecheck, when no other GPU code changed),
 # MOE_GPU_BENCH=1 to also write the GLM-5-shaped checkpoint (make-tiny --shape glm5, NVFP4,
@@ -142,4 +143,10 @@ else
   done
 fi
 step "done, status $status"
+# The device tool returns at most 8 files from $OUT and this run writes up to 9 logs beside
+# summary.txt (session 51 lost two files that way): there they go into one archive.
+if [ -n "${OUT:-}" ]; then
+  (cd "$logs" && tar czf gpu-test-logs.tgz ./*.log && rm -f ./*.log) ||
+    echo "gpu-test.sh: could not pack the logs in $logs" >&2
+fi
 exit $status
