@@ -4,8 +4,8 @@
 # build-run/s51/p2n build-run/s51/mix` (28 MB), after staging them if the checkout lost them:
 # scripts/stage-wip.sh s51/p2n experiments/2026-12-06-p2-two-consumers.patch 59015e4 moe_bench
 # moe_grouped_tests; scripts/stage-wip.sh s51/mix experiments/2026-12-06-f4p2-split-mix.patch
-# 67fdd9c moe_bench moe_grouped_tests). 0: experiments/
-# 2026-12-06-f4p2-split-mix.sh (the split by expert in one launch; log mix.log). 1: experiments/2026-12-06-p2-two-consumers.sh (P2 with two
+# 67fdd9c moe_bench moe_grouped_tests). 0: experiments/2026-12-06-f4p2-split-mix.sh (the split by
+# expert in one launch; log mix.log). 1: experiments/2026-12-06-p2-two-consumers.sh (P2 with two
 # consumer warpgroups, raw stages by bulk copies; log p2n.log). 2: below 20 tokens per expert
 # unsharded the heuristic streams every expert of < 32 tokens (glm5 uniform T 512 2862 us against
 # 2524 on the full launch, but zipf1 / zipf1.5 13-18% slower there on it, session 51): the hybrid
