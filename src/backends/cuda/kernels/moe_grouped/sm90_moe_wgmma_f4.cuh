@@ -27,7 +27,9 @@ static_assert(kSmemBytesF4 <= 232448 && kSmemBytesF4 == grouped_wgmma_f4_smem_by
 // stages. NOTE: measured on an H100 (docs/perf.md, 2026-12-06 session 50; moe_bench --wg 1 --ab
 // "--wip-p2cfg N" of experiments/2026-12-06-p2-depth.patch / -p2-half-a.patch): with stages of
 // 128 activation rows, 2 ring stages instead of 3 cost 2-3.5% at any raw depth (5 raw stages
-// gave back 0.5-1%); stages of 64 rows leave room for a fourth ring stage.
+// gave back 0.5-1%); stages of 64 rows leave room for a fourth ring stage, which against 3 of 128
+// rows (docs/perf.md, 2026-12-06 session 51; interleaved) made glm5 / dsv3 T 512..1536 0.981-0.992
+// of the time, EP8 0.988-0.995, TP8 0.996-0.999.
 constexpr int kF4P2Stages = 4;
 constexpr int kF4P2RawStages = 3;
 constexpr int kSmemBytesF4P2 = kF4P2Stages * (kGroupedF4p2Tile + 256) * kRowBytes +

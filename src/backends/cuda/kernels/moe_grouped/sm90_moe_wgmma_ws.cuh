@@ -358,7 +358,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       for (int ks = 0; ks < ksteps; ++ks) {
         grouped::mbar_wait(empty + 8 * stage, ephase);
         const uint32_t base = smem_s + stage * kStB;
-        if (act_tma) {  // the 128 activation rows from position pos0, by TMA (thread 0)
+        if (act_tma) {  // the tile's activation rows (P2: 64) from position pos0, by TMA (thread 0)
           if (tid == 0) {
             grouped::mbar_expect_tx(full + 8 * stage, kAStage);
             grouped::tma_load_2d(base, p.act_tmap, ks * 128, w.pos0, full + 8 * stage);
