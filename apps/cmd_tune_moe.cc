@@ -251,7 +251,7 @@ int cmd_tune_moe(int argc, char** argv, int first) {
       s.xa = b.get(T * D * 2, 0);
       s.sorted_slot = static_cast<int32_t*>(b.get(TK * 4, 0));
       s.tiles = static_cast<int32_t*>(b.get(cuda::grouped_max_tiles(T, KS, ES, 8) * 16, 0));
-      s.num_tiles = static_cast<int32_t*>(b.get(8, 0));  // [2]
+      s.num_tiles = static_cast<int32_t*>(b.get(12, 0));  // [3]
       s.h = b.get(TK * I * 2, 0);
       s.out = static_cast<float*>(b.get(TK * D * 4, 0));
       s.slot_w = static_cast<float*>(b.get(TK * 4, 0));

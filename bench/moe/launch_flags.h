@@ -39,6 +39,7 @@ struct LaunchOverrides {
   int f4p2_split = -1;       // --f4p2-split N (GroupedLaunch::f4p2_split)
   double hybrid_gb = -1;     // --hybrid-gb X (GroupedLaunch::hybrid_min_bytes / 1e9)
   double hybrid_share = -1;  // --hybrid-share X (GroupedLaunch::hybrid_min_share)
+  double split_share = -1;   // --f4p2-split-share X (GroupedLaunch::f4p2_split_share)
 
   // The launch with these overrides (--hybrid-min only where moe_launch gave the launch a
   // hybrid: sm_90).
@@ -71,6 +72,7 @@ struct LaunchOverrides {
     if (f4p2_split >= 0) l.f4p2_split = f4p2_split;
     if (hybrid_gb >= 0) l.hybrid_min_bytes = hybrid_gb * 1e9;
     if (hybrid_share >= 0) l.hybrid_min_share = hybrid_share;
+    if (split_share >= 0) l.f4p2_split_share = split_share;
     return l;
   }
 };
@@ -135,6 +137,13 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
   if (a == "--hybrid-share")
     return parse_in_range(a, v, 1, "a share in 0..1 (0: only the --hybrid-gb bound)",
                           &o->hybrid_share)
+               ? 1
+               : -1;
+  if (a == "--f4p2-split-share")
+    return parse_in_range(a, v, 1,
+                          "a share in 0..1 (the hybrid's split only where its experts of "
+                          "--f4p2-split slots hold it of the big experts' slots; 0: always)",
+                          &o->split_share)
                ? 1
                : -1;
   int* flag01 = a == "--f8act"        ? &o->f8act

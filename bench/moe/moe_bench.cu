@@ -27,7 +27,7 @@
 //                  [--hybrid-pdl 0|1] [--hybrid-gb X] [--hybrid-share X] [--pdl-light 0|1]
 //                  [--split-k 0|1] [--hquant 0|1] [--nvf8 0|1] [--act-t 0|1] [--act-tma 0|1]
 //                  [--x-pos 0|1] [--early-gu 0|1] [--group-warp 0|1] [--f4p2 N]
-//                  [--f4p2-big 0|1|2] [--f4p2-split N]
+//                  [--f4p2-big 0|1|2] [--f4p2-split N] [--f4p2-split-share X]
 //                  [--sustain-ms N] [--ab "LAUNCH FLAGS"] [--ab-blocks N]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
@@ -81,18 +81,21 @@
 // --f4p2-big 0|1|2 GroupedLaunch::f4p2_big (the hybrid's F4 big tiles on that kernel, 64 tokens:
 // never, where every big tile is narrow (T <= 64), always).
 // --f4p2-split N GroupedLaunch::f4p2_split (that full launch split by expert: experts of >= N slots
-// on the one-producer kernel's 128-token tiles, a second launch per GEMM; 0: not split).
+// on the one-producer kernel's 128-token tiles, a second launch per GEMM; 0: not split; with the
+// hybrid's big tiles on P2 the same, a third launch). --f4p2-split-share X
+// GroupedLaunch::f4p2_split_share (the hybrid's split only where those experts hold this share of
+// the big experts' slots; 0: always).
 // --ab "FLAGS": an interleaved A/B of each case (one configuration, no --sweep): A is the launch
 // of the command line, B the same plus FLAGS (launch flags only: --f8act, --r2, --two-step,
 // --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,
 // --hquant, --nvf8, --act-t, --act-tma, --x-pos, --early-gu, --group-warp, --hybrid-gb,
-// --hybrid-share, --f4p2, --f4p2-big, --f4p2-split; e.g. --ab "--hybrid-min 0"; and --wg 0|1, B on
-// the heuristic's / the warpgroup-MMA configuration instead of A's, e.g. --ab "--wg 1" for where
-// the heuristic should take the warpgroup-MMA launch). Both graphs are captured and their replays
-// alternate (A B, B A, ...; each after its own L2 flush), so both see the same clocks and power
-// state; a line "ab ..." gives A's and B's medians and the median of the per-replay ratios B / A
-// (the table row is A's; --json adds ab_us and ab_ratio). Separate calls of the same case differ by
-// up to 2-5% at prefill and under NVFP4's power limit (docs/perf.md).
+// --hybrid-share, --f4p2, --f4p2-big, --f4p2-split, --f4p2-split-share; e.g. --ab "--hybrid-min 0";
+// and --wg 0|1, B on the heuristic's / the warpgroup-MMA configuration instead of A's, e.g. --ab
+// "--wg 1" for where the heuristic should take the warpgroup-MMA launch). Both graphs are captured
+// and their replays alternate (A B, B A, ...; each after its own L2 flush), so both see the same
+// clocks and power state; a line "ab ..." gives A's and B's medians and the median of the
+// per-replay ratios B / A (the table row is A's; --json adds ab_us and ab_ratio). Separate calls of
+// the same case differ by up to 2-5% at prefill and under NVFP4's power limit (docs/perf.md).
 // --ab-blocks N (with --ab and --sustain-ms S): N rounds of blocks instead of single replays,
 // each round A held S ms then `iters` timed replays of A, then the same for B (B first in odd
 // rounds); the "ab" line gives the medians over the rounds of the blocks' medians and of the
@@ -531,7 +534,8 @@ int main(int argc, char** argv) {
           CK(cudaMalloc(&idd, R * K * 4));
           CK(cudaMalloc(&slot, RK * 4));
           CK(cudaMalloc(&tiles, mt * 16));
-          CK(cudaMalloc(&ntiles, 8));  // [2]: streaming and big-tile counts
+          CK(cudaMalloc(&ntiles, 12));    // [3]: streaming and big-tile counts (64 / 128 tokens)
+          CK(cudaMemset(ntiles, 0, 12));  // (the third: written only by the hybrid's split)
           CK(cudaMalloc(&xa, R * sh.D * 2));
           CK(cudaMalloc(&h, RK * sh.I * 2));
           fill_f32<<<256, 256>>>(x, R * sh.D, 0.5f);
@@ -602,9 +606,14 @@ int main(int argc, char** argv) {
               CK(cudaStreamSynchronize(st));
             }
             // The hybrid's big-tile count (GroupedScratch::num_tiles[1], written by the grouping
-            // only when the call has the hybrid; 0 when its gate kept every expert streaming).
+            // only when the call has the hybrid; 0 when its gate kept every expert streaming),
+            // with its split's 128-token tiles (num_tiles[2]).
             int32_t big = -1;
-            if (grouped_hybrid(l, R)) CK(cudaMemcpy(&big, ntiles + 1, 4, cudaMemcpyDeviceToHost));
+            if (grouped_hybrid(l, R)) {
+              int32_t nb[3];
+              CK(cudaMemcpy(nb, ntiles, 12, cudaMemcpyDeviceToHost));
+              big = nb[1] + nb[2];
+            }
             const double us = 1e3 * median(rt.a);
             if (g_ab) {
               ab_us = 1e3 * median(rt.b);

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
@@ -195,7 +197,31 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_EQ(moe_launch(w, sm90, f, 1024, 256, 256).f4p2_split, 0) << moe_fmt_name(f);  // TP8
     EXPECT_EQ(moe_launch(w, sm90, f, 1024, 32, 2048).f4p2_split, 0) << moe_fmt_name(f);  // EP8
     EXPECT_EQ(moe_launch(w, sm90, f, 1024).f4p2_split, 0) << moe_fmt_name(f);  // E, I unknown
-    EXPECT_EQ(moe_launch(d, sm90, f, 1024, 256, 2048).f4p2_split, 0) << moe_fmt_name(f);
+    // ... and the unsharded hybrid from T 192: from 16 tokens per expert, its big tiles on P2,
+    // split the same way where the experts of 96 slots hold 0.9 of the big experts' slots.
+    for (int64_t T : {192, 256, 1024}) {
+      const GroupedLaunch h = moe_launch(d, sm90, f, T, 256, 2048);
+      const std::string at = std::string(moe_fmt_name(f)) + " T " + std::to_string(T);
+      EXPECT_EQ(h.wgmma_min_tokens, nv ? 16 : f == GroupedFmt::kBf16 ? 32 : 48) << at;
+      EXPECT_EQ(h.f4p2_big, nv ? 2 : 0) << at;
+      EXPECT_EQ(h.f4p2_split, nv ? 96 : 0) << at;
+      EXPECT_EQ(h.f4p2_split_share, nv ? 0.9 : 0.0) << at;
+    }
+    for (const auto& [T, E, I] : {std::tuple<int64_t, int64_t, int64_t>{191, 256, 2048},
+                                  {256, 256, 256},
+                                  {256, 256, 512},
+                                  {256, 32, 2048},
+                                  {256, 0, 0}}) {
+      // below T 192, TP8, I 512 (the hybrid's split gate_up), EP8, E and I unknown
+      const GroupedLaunch h = moe_launch(d, sm90, f, T, E, I);
+      const std::string at = std::string(moe_fmt_name(f)) + " T " + std::to_string(T) + " E " +
+                             std::to_string(E) + " I " + std::to_string(I);
+      EXPECT_EQ(h.wgmma_min_tokens, f == GroupedFmt::kBf16 ? 32 : 48) << at;
+      EXPECT_EQ(h.f4p2_big, nv && (T >= 256 || E >= 128) ? 1 : 0) << at;
+      EXPECT_EQ(h.f4p2_split, 0) << at;
+      EXPECT_EQ(h.f4p2_split_share, 0.0) << at;
+    }
+    EXPECT_EQ(moe_launch(d, sm120, f, 256, 256, 2048).f4p2_split, 0) << moe_fmt_name(f);
     EXPECT_EQ(grouped_fp8_act_bytes(moe_launch(d, sm90, f, 256), f, 256, 6144, 2048, 8) > 0,
               fp8 || nv)
         << moe_fmt_name(f);
@@ -327,7 +353,7 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
   const MoeKernelConfig h =
       moe_heuristic_config({608, 6144, 2048, 256, 8, GroupedFmt::kNvfp4}, sm90);
   EXPECT_EQ(h, (MoeKernelConfig{4, 4, 2, false}));
-  EXPECT_EQ(moe_launch(h, sm90, GroupedFmt::kNvfp4, 608, 256, 2048).wgmma_min_tokens, 32);
+  EXPECT_EQ(moe_launch(h, sm90, GroupedFmt::kNvfp4, 608, 256, 2048).wgmma_min_tokens, 16);
   for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block})
     EXPECT_EQ(moe_heuristic_config({512, 6144, 2048, 256, 8, f}, sm90),
               (MoeKernelConfig{4, 4, 2, false}))
@@ -371,10 +397,12 @@ TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   // NVFP4's hybrid threshold.
   const MoeKernelConfig d = moe_heuristic_config({608, 6144, 2048, 256, 8, nv}, sm90);
   ASSERT_FALSE(d.tc);
-  EXPECT_EQ(moe_launch(d, sm90, nv, 1024, 256, 2048).wgmma_min_tokens, 32);
-  EXPECT_EQ(moe_launch(d, sm90, nv, 512, 256, 2048).wgmma_min_tokens, 32);
-  EXPECT_EQ(moe_launch(d, sm90, nv, 511, 256, 2048).wgmma_min_tokens, 48);
-  EXPECT_EQ(moe_launch(d, sm90, nv, 512, 32, 2048).wgmma_min_tokens, 32);   // EP8: F4 from 256
+  // (unsharded from T 192: 16, with the big tiles on P2)
+  EXPECT_EQ(moe_launch(d, sm90, nv, 1024, 256, 2048).wgmma_min_tokens, 16);
+  EXPECT_EQ(moe_launch(d, sm90, nv, 192, 256, 2048).wgmma_min_tokens, 16);
+  EXPECT_EQ(moe_launch(d, sm90, nv, 191, 256, 2048).wgmma_min_tokens, 48);
+  EXPECT_EQ(moe_launch(d, sm90, nv, 512, 32, 2048).wgmma_min_tokens, 32);  // EP8: F4 from 256
+  EXPECT_EQ(moe_launch(d, sm90, nv, 511, 32, 2048).wgmma_min_tokens, 48);
   EXPECT_EQ(moe_launch(d, sm90, nv, 1024, 256, 512).wgmma_min_tokens, 48);  // split gate_up
   EXPECT_EQ(moe_launch(d, sm90, nv, 1024, 256, 256).wgmma_min_tokens, 48);
   EXPECT_EQ(moe_launch(d, sm90, nv, 1024, 256).wgmma_min_tokens, 48);  // I unknown

@@ -324,7 +324,7 @@ class MoeGroupedTest : public ::testing::Test {
       s.sorted_slot = dev_->poisoned({TK}, DType::kI32).data<int32_t>();
       s.tiles = dev_->poisoned({grouped_max_tiles(T, KS, ge->E, 8 * l.nb), 4}, DType::kI32)
                     .data<int32_t>();
-      s.num_tiles = dev_->poisoned({2}, DType::kI32).data<int32_t>();
+      s.num_tiles = dev_->poisoned({3}, DType::kI32).data<int32_t>();
       s.h = dev_->poisoned({TK, I}, DType::kF32).raw();
       s.out = dev_->poisoned({TK, D}, DType::kF32).data<float>();
       s.slot_w = dev_->poisoned({TK}, DType::kF32).data<float>();
@@ -1299,7 +1299,9 @@ TEST_F(MoeGroupedTest, F4TwoProducersIsBitIdentical) {
 // one-producer kernel's 128-token tiles (a second list and launch), the others on P2's 64-token
 // tiles, gives the bits of the one-producer full launch: experts on either side of N, every
 // expert big (P2's launch over an empty list), none big (the second launch's list empty), x by
-// position, packed and row-major weights. Without wgmma_hquant the call is not split.
+// position, packed and row-major weights; and the hybrid's big tiles on P2 split the same way (a
+// third list), against its big tiles on the one-producer kernel. Without wgmma_hquant the call is
+// not split.
 TEST_F(MoeGroupedTest, F4TwoProducersSplitByExpertIsBitIdentical) {
   if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
     GTEST_SKIP() << "wgmma needs sm_90";
@@ -1334,8 +1336,51 @@ TEST_F(MoeGroupedTest, F4TwoProducersSplitByExpertIsBitIdentical) {
             << c.what << ": T " << c.T << " x_pos " << xp << " packed " << packed;
       }
   }
+  // The hybrid's big tiles on P2 (f4p2_big 2) split: big experts of at least N slots on a third
+  // list of 128-token tiles, against the hybrid on the one-producer kernel alone (f4p2_big 0).
+  // Below N tokens in the call no expert can qualify: no split launch.
+  const Case hybrid_cases[] = {
+      {"hybrid, experts on both sides", 300, 256, 640, 8, 2, Routing::kRandom, 76},
+      {"hybrid, one expert", 200, 512, 640, 8, 2, Routing::kOne, 96},
+      {"hybrid, some experts big, some of them split", 400, 256, 640, 32, 3, Routing::kRandom, 44},
+      {"hybrid, below the split's T", 60, 512, 640, 8, 2, Routing::kOne, 96}};
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (const Case& c : hybrid_cases) {
+      Launch a = f4.hy;
+      a.f4p2_big = 0;
+      Launch b = a;
+      b.f4p2_big = 2;
+      b.f4p2_split = c.split;
+      const int64_t calls = grouped_f4p2_calls(), splits = grouped_f4p2_split_calls();
+      const Tensor ya = check(Fmt::kNvfp4, c.T, c.D, c.I, c.E, c.K, c.r, a);
+      const Tensor yb = check(Fmt::kNvfp4, c.T, c.D, c.I, c.E, c.K, c.r, b);
+      EXPECT_EQ(grouped_f4p2_calls() - calls, 1) << c.what << ": P2 did not run";
+      EXPECT_EQ(grouped_f4p2_split_calls() - splits, c.T >= c.split ? 1 : 0) << c.what;
+      EXPECT_EQ(differing_floats(ya, yb), 0) << c.what << ": T " << c.T << " packed " << packed;
+    }
+  }
+  {  // the shared expert (T slots) alone on the third list; the routed ones stream
+    shared_ = 1;
+    Launch a = f4.hy;
+    a.f4p2_big = 0;
+    Launch b = a;
+    b.f4p2_big = 2;
+    b.f4p2_split = 96;
+    const int64_t splits = grouped_f4p2_split_calls();
+    const Tensor ya = check(Fmt::kNvfp4, 200, 256, 640, 16, 3, Routing::kRandom, a);
+    const Tensor yb = check(Fmt::kNvfp4, 200, 256, 640, 16, 3, Routing::kRandom, b);
+    EXPECT_EQ(grouped_f4p2_split_calls() - splits, 1) << "hybrid split, shared expert";
+    EXPECT_EQ(differing_floats(ya, yb), 0) << "hybrid split, shared expert";
+    shared_ = 0;
+  }
   // h by moe_quant_rows: not split (it quantizes one list's rows), the same bits.
   const int64_t splits = grouped_f4p2_split_calls();
+  Launch hb = f4.hy_rows;
+  hb.f4p2_big = 2;
+  hb.f4p2_split = 44;
+  check(Fmt::kNvfp4, 400, 256, 640, 32, 3, Routing::kRandom, hb);
+  EXPECT_EQ(grouped_f4p2_split_calls(), splits) << "hybrid split with h by moe_quant_rows";
   Launch a = f4.tc_rows;
   a.f4p2_max_mean = 0;
   Launch b = a;
@@ -1677,6 +1722,99 @@ TEST_F(MoeGroupedTest, Fp8ActivationQuantizationIsFp8ActBlockQuantize) {
       if (!((r < 5) || (r >= 9 && r < 29) || (r >= 30 && r < 33)))
         touched += std::memcmp(qh.data<uint8_t>() + r * I, q0.data<uint8_t>() + r * I, I) != 0;
     EXPECT_EQ(touched, 0) << "moe_quant_rows wrote rows outside its tiles";
+  }
+}
+
+// The hybrid's three lists (MoeGroupParams::big_min with big tiles of 64 tokens, big2_min,
+// big2_min_share): experts below big_min on the streaming list, big ones on the 64-token list,
+// those of big2_min tokens or more on the 128-token list only where they hold the share of the
+// big experts' tokens; against a host grouping, for shares on either side of the routing's.
+TEST_F(MoeGroupedTest, GroupingThreeListsMatchHost) {
+  const int64_t T = 300, K = 4, E = 16, D = 64;
+  std::mt19937 rng(11);
+  std::vector<int32_t> ids(T * K);
+  for (int64_t t = 0; t < T; ++t) {  // K distinct experts, skewed toward low ids
+    std::vector<double> w(E);
+    for (int64_t e = 0; e < E; ++e) w[e] = 1.0 / static_cast<double>(e + 1);
+    for (int64_t k = 0; k < K; ++k) {
+      std::discrete_distribution<int> d(w.begin(), w.end());
+      const int e = d(rng);
+      ids[t * K + k] = e;
+      w[e] = 0;
+    }
+  }
+  std::vector<int64_t> count(E, 0);
+  for (int32_t e : ids) ++count[e];
+  const int big_min = 40, big2_min = 96;
+  int64_t big_tok = 0, big2_tok = 0;
+  for (int64_t c : count) {
+    big_tok += c >= big_min ? c : 0;
+    big2_tok += c >= big2_min ? c : 0;
+  }
+  const double share = static_cast<double>(big2_tok) / static_cast<double>(big_tok);
+  ASSERT_GT(big2_tok, 0) << "routing without an expert of " << big2_min << " tokens";
+  ASSERT_LT(big2_tok, big_tok) << "routing without big experts below " << big2_min;
+  const Tensor x = randn({T, D}, 5);
+  Tensor rw = Tensor::empty({T * K}, DType::kF32);
+  for (int64_t i = 0; i < T * K; ++i) rw.data<float>()[i] = 0.25f;
+  TensorView xd = dev_->to_device(x), idd = dev_->to_device(i32(ids, {T * K})),
+             wd = dev_->to_device(rw);
+  for (double sh : {0.0, share - 0.05, share + 0.05}) {
+    SCOPED_TRACE("share " + std::to_string(sh) + " (routing's " + std::to_string(share) + ")");
+    const int share_k = sh > 0 ? static_cast<int>(std::ceil(sh * 1000)) : 0;
+    const bool split = share_k == 0 || 1000 * big2_tok >= share_k * big_tok;
+    std::vector<int32_t> want[3];  // streaming (8-token), 64-token, 128-token tiles
+    for (int64_t e = 0, run = 0; e < E; ++e) {
+      const int64_t c = count[e];
+      const int list = c < big_min ? 0 : split && c >= big2_min ? 2 : 1;
+      const int64_t tt = list == 0 ? 8 : list == 1 ? 64 : 128;
+      for (int64_t j = 0; j * tt < c; ++j)
+        for (int64_t v : {e, run + j * tt, std::min<int64_t>(tt, c - j * tt), int64_t{0}})
+          want[list].push_back(static_cast<int32_t>(v));
+      run += c;
+    }
+    MoeGroupParams gp;
+    gp.x = xd.data<float>();
+    gp.x_stride = D;
+    gp.ids = idd.data<int32_t>();
+    gp.ids_stride = K;
+    gp.T = T, gp.D = D, gp.K = K, gp.E = E;
+    gp.fmt = static_cast<int>(GroupedFmt::kBf16);
+    gp.tile_tokens = 8;
+    gp.max_tiles = grouped_max_tiles(T, K, E, 8);
+    TensorView sorted = dev_->poisoned({T * K}, DType::kI32),
+               tiles = dev_->poisoned({gp.max_tiles, 4}, DType::kI32),
+               num = dev_->poisoned({3}, DType::kI32),
+               slot_w = dev_->poisoned({T * K}, DType::kF32);
+    gp.sorted_slot = sorted.data<int32_t>();
+    gp.tiles = tiles.data<int32_t>();
+    gp.num_tiles = num.data<int32_t>();
+    gp.route_w = wd.data<float>();
+    gp.route_w_stride = K;
+    gp.slot_w = slot_w.data<float>();
+    gp.xa = dev_->poisoned({T, D}, DType::kF32).raw();
+    gp.big_min = big_min;
+    gp.big_tile = kGroupedF4p2Tile;
+    gp.big_tiles = gp.tiles + 4 * (T * K / 8 + E);  // (after the streaming list's room)
+    gp.num_big = gp.num_tiles + 1;
+    gp.big2_min = big2_min;
+    gp.big2_min_share = share_k;
+    gp.big2_tiles = gp.big_tiles + 4 * (T * K / 64 + E);
+    gp.num_big2 = gp.num_tiles + 2;
+    ASSERT_LE((T * K / 8 + E) + (T * K / 64 + E) + (T * K / 128 + E), gp.max_tiles);
+    launch_moe_group(gp, ops_->stream());
+    const Tensor th = dev_->to_host(tiles), nh = dev_->to_host(num),
+                 sh_sorted = dev_->to_host(sorted);
+    const int32_t* t32 = th.data<int32_t>();
+    const int64_t base[3] = {0, 4 * (T * K / 8 + E), 4 * (T * K / 8 + E) + 4 * (T * K / 64 + E)};
+    for (int l = 0; l < 3; ++l) {
+      ASSERT_EQ(nh.data<int32_t>()[l], static_cast<int32_t>(want[l].size() / 4)) << "list " << l;
+      EXPECT_TRUE(std::equal(want[l].begin(), want[l].end(), t32 + base[l])) << "list " << l;
+    }
+    EXPECT_EQ(want[2].empty(), !split);
+    const std::vector<int32_t> want_sorted = host_sorted_slots(ids, T, K, E, false);
+    EXPECT_TRUE(std::equal(want_sorted.begin(), want_sorted.end(), sh_sorted.data<int32_t>()))
+        << "sorted slots differ";
   }
 }
 

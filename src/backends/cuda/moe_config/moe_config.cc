@@ -173,6 +173,12 @@ constexpr int kF4P2MaxMean = 64;
 // The experts of a P2 full launch that take the one-producer kernel's 128-token tiles (moe_launch:
 // GroupedLaunch::f4p2_split; where, and the measurements, there).
 constexpr int kF4P2SplitMin = 96;
+// Unsharded NVFP4's hybrid from this many rows: from kF4P2HybridMinTokens tokens per expert, its
+// big tiles on P2, split from kF4P2SplitMin slots where those experts hold kF4P2SplitShare of the
+// big experts' slots (moe_launch says where it was measured).
+constexpr int64_t kF4P2HybridMinRows = 192;
+constexpr int kF4P2HybridMinTokens = 16;
+constexpr double kF4P2SplitShare = 0.9;
 namespace {
 double wgmma_min_mean(const MoeShape& s) {
   const bool nvfp4 = s.fmt == GroupedFmt::kNvfp4;
@@ -385,10 +391,27 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // where experts pass 64 slots by chance). TP8 (I 256) loses under zipf1 / zipf1.5 (1.05-1.09 at
   // every N, hot8 0.84-0.91) and EP8 (32 experts) gains nowhere (uniform / zipf1 1.01-1.02 at 96,
   // zipf1 T 640 1.15 at 65): not there.
-  l.f4p2_split =
-      l.f4p2_max_mean > 0 && l.wgmma_hquant && I > 256 && E >= kGroupedNvf8HybridMinExperts
-          ? kF4P2SplitMin
-          : 0;
+  const bool f4_unsharded = I > 256 && E >= kGroupedNvf8HybridMinExperts;
+  l.f4p2_split = l.f4p2_max_mean > 0 && l.wgmma_hquant && f4_unsharded ? kF4P2SplitMin : 0;
+  // Unsharded (and I > 512, where the 32-token threshold above applies) from kF4P2HybridMinRows:
+  // the hybrid from kF4P2HybridMinTokens per expert with its
+  // big tiles on P2, split the same way (a third list) where the experts of kF4P2SplitMin slots
+  // or more hold kF4P2SplitShare of the big experts' slots (hot experts: there they fill the
+  // one-producer launch; under zipf a few of them would run after P2's launch with most SMs
+  // idle). NOTE: measured on an H100 (docs/perf.md, 2026-12-06 session 52; moe_bench --ab
+  // "--hybrid-min 16 --f4p2-big 2 --f4p2-split 96 --f4p2-split-share 0.9" against the heuristic
+  // of then, interleaved, glm5 / dsv3): T 192..576 uniform 1.00 / 1.00 at T 192..320 (dsv3 T 320
+  // 1.027), 0.97-0.98 at T 384, 0.92-0.93 at T 448, 0.855-0.88 at T 512 / 576; zipf1 0.91-0.99;
+  // zipf1.5 0.93-0.98 (T 512 1.013-1.016); hot8 0.965-0.984. T 128 mixed (0.976-1.012): not
+  // there. Share 0.75 within 0.5% of 0.9; the split without the share lost 2-7% under zipf at
+  // T 128..256 (0.96-0.98 without it), and without any split hot8 lost 16-23%.
+  if (l.nvfp4_f8 && l.wgmma_min_tokens > 0 && l.wgmma_hquant && f4_unsharded &&
+      T >= kF4P2HybridMinRows && !grouped_hybrid_split_k(l, f, T, I)) {
+    l.wgmma_min_tokens = kF4P2HybridMinTokens;
+    l.f4p2_big = 2;
+    l.f4p2_split = kF4P2SplitMin;
+    l.f4p2_split_share = kF4P2SplitShare;
+  }
   // The hybrid's extra launches (warpgroup-MMA GEMMs over the big tiles, FP8 quantization of their
   // rows) with PDL for every format. NOTE: measured on the H200 (docs/perf.md, 2026-12-03 session
   // 26, moe_bench --hybrid-pdl 0|1 against --hybrid-min 0, uniform routing, where their lists are

@@ -96,7 +96,9 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
 // 48 for FP8 and NVFP4, 32 for NVFP4 from T 512 rows where its big tiles are computed in FP8 and
 // do not split gate_up (I > 512; I: the experts' intermediate size, 0 if unknown). NVFP4's full
 // launch on two producer warpgroups (P2) sends experts of 96 slots or more to the one-producer
-// kernel's 128-token tiles (GroupedLaunch::f4p2_split) with E >= 128 and I > 256.
+// kernel's 128-token tiles (GroupedLaunch::f4p2_split) with E >= 128 and I > 256; there, from
+// T 192, the hybrid takes experts from 16 tokens with its big tiles on P2, split the same way
+// where those experts hold 0.9 of the big experts' slots (f4p2_big 2, f4p2_split_share).
 GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, GroupedFmt f,
                          int64_t T, int64_t E = 0, int64_t I = 0);
 // Calls of at most this many tokens run a shared expert of the routed shape inside the grouped

@@ -177,6 +177,7 @@ __device__ __forceinline__ void group_one_warp(const MoeGroupParams& p) {
   if (lane == 0) {
     *p.num_tiles = n;
     if (p.big_min > 0) *p.num_big = 0;
+    if (p.big2_min > 0) *p.num_big2 = 0;
   }
   int4* list = reinterpret_cast<int4*>(p.tiles);
   for (int j = 0; j < lnt; ++j)
@@ -236,19 +237,32 @@ __global__ void __launch_bounds__(kGroupThreads)
            1000LL * share_tiles >= static_cast<long long>(p.big_min_share) * sums.y);
       big = big && engage;
     }
-    const int tt = big ? p.big_tile : p.tile_tokens;
+    // (big2: a big expert of big2_min tokens or more, on the third list's 128-token tiles, if
+    // those hold big2_min_share of the big experts' tokens)
+    bool big2 = big && p.big2_min > 0 && c >= p.big2_min;
+    if (p.big2_min > 0 && p.big2_min_share > 0) {
+      block_exclusive_scan2(make_int2(big2 ? c : 0, big ? c : 0), red, &total);
+      const int2 sums = total;
+      __syncthreads();  // every thread has read `total` before the next scan rewrites it
+      big2 = big2 && 1000LL * sums.x >= static_cast<long long>(p.big2_min_share) * sums.y;
+    }
+    const int tt = big2 ? kGroupedBigTile : big ? p.big_tile : p.tile_tokens;
     const int nt = (c + tt - 1) / tt;
     const int2 ex = block_exclusive_scan2(make_int2(c, big ? 0 : nt), red, &total);
     if (threadIdx.x == 0) *p.num_tiles = total.y;
     int first = ex.y;
-    if (p.big_min > 0) {  // second scan (every thread): the big tiles' list
-      const int2 exb = block_exclusive_scan2(make_int2(big ? nt : 0, 0), red, &total);
-      if (big) first = exb.x;
-      if (threadIdx.x == 0) *p.num_big = total.x;
+    if (p.big_min > 0) {  // second scan (every thread): the big tiles' lists
+      const int2 exb =
+          block_exclusive_scan2(make_int2(big && !big2 ? nt : 0, big2 ? nt : 0), red, &total);
+      if (big) first = big2 ? exb.y : exb.x;
+      if (threadIdx.x == 0) {
+        *p.num_big = total.x;
+        if (p.big2_min > 0) *p.num_big2 = total.y;
+      }
     }
     if (e < p.E) {
       off[e] = ex.x;
-      int4* list = reinterpret_cast<int4*>(big ? p.big_tiles : p.tiles);
+      int4* list = reinterpret_cast<int4*>(big2 ? p.big2_tiles : big ? p.big_tiles : p.tiles);
       if (p.pair_units) {  // tt == 128 and no big tiles (launch_moe_group): nt units
         for (int j = 0; j < nt; ++j) {
           const int cc = min(256, c - (j >> 1) * 256);

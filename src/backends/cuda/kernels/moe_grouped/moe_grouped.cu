@@ -226,6 +226,11 @@ void launch_moe_group(const MoeGroupParams& p, Stream stream, bool pdl) {
   MOE_CHECK(p.big_tile == kGroupedBigTile || p.big_tile == kGroupedF4p2Tile)
       << "moe_group: big tiles of " << p.big_tile
       << " tokens (128, or 64 for the F4 two-producer kernel)";
+  MOE_CHECK(p.big2_min <= 0 || (p.big_min > 0 && p.big_tile == kGroupedF4p2Tile &&
+                                p.big2_tiles != nullptr && p.num_big2 != nullptr))
+      << "moe_group: a third list (big2_min " << p.big2_min
+      << ") needs big tiles of 64 tokens (big_min " << p.big_min << ", big_tile " << p.big_tile
+      << ") and its list and count";
   MOE_CHECK(!p.pair_units || (p.tile_tokens == 128 && p.big_min == 0))
       << "moe_group: pair units need 128-token tiles and no big tiles (tile_tokens "
       << p.tile_tokens << ", big_min " << p.big_min << ")";

@@ -274,8 +274,13 @@ struct GroupedLaunch {
   // big_tile, and a second launch per GEMM), the others P2's 64-token tiles, so a hot expert reads
   // its weights once per 128 tokens instead of 64. Only with wgmma_hquant (moe_quant_rows would
   // need both lists). The same bits (P2 and the one-producer kernel agree per output).
-  // moe_bench --f4p2-split N.
+  // moe_bench --f4p2-split N. On the hybrid's big tiles on P2 (f4p2_big) the same: a third list
+  // (MoeGroupParams::big2_min), from T >= N (below no expert can qualify).
   int f4p2_split = 0;
+  // ... on the hybrid only where the experts of f4p2_split slots or more hold at least this share
+  // of the big experts' slots (decided on the device, MoeGroupParams::big2_min_share; 0: always):
+  // its launch on few experts runs after P2's with most SMs idle. moe_bench --f4p2-split-share X.
+  double f4p2_split_share = 0;
   // The grouping of a call of at most 32 slots where no expert can take big tiles (no hybrid, or
   // its threshold above the slot count) and the list holds no pair units: warp 0 of the grouping
   // kernel's block 0 builds the list and the positions alone, in registers (match mask and
@@ -375,6 +380,15 @@ struct MoeGroupParams {
   // Tokens per big tile: kGroupedBigTile, or kGroupedF4p2Tile for the F4 two-producer kernel
   // (GroupedLaunch::f4p2_big). Last, so the other fields keep their offsets.
   int big_tile = kGroupedBigTile;
+  // With big tiles of kGroupedF4p2Tile: big experts of at least big2_min tokens take
+  // kGroupedBigTile-token tiles in a third list (big2_tiles, *num_big2) for the one-producer F4
+  // kernel (GroupedLaunch::f4p2_split on the hybrid; 0: no third list). After the fields above.
+  int big2_min = 0;
+  int32_t* big2_tiles = nullptr;  // out [max 128-token tiles, 4]
+  int32_t* num_big2 = nullptr;    // out [1]
+  // ... only if those experts hold at least big2_min_share / 1000 of the big experts' slots
+  // (GroupedLaunch::f4p2_split_share; 0: no such condition); otherwise all stay on big_tiles.
+  int big2_min_share = 0;
 };
 // Bytes of MoeGroupParams::chunk_hist for T*K slots over E experts (0 when one block groups them).
 int64_t grouped_group_scratch_bytes(int64_t TK, int64_t E);

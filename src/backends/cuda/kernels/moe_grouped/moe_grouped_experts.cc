@@ -265,8 +265,9 @@ int grouped_hybrid_min_share(const GroupedLaunch& l) {
 
 int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens) {
   // The streaming list, then room for the hybrid's big-tile list (of its smaller tiles:
-  // MoeGroupParams::big_tile).
-  return list_tiles(T * K, E, tile_tokens) + list_tiles(T * K, E, kGroupedF4p2Tile);
+  // MoeGroupParams::big_tile) and for its third list of 128-token tiles (MoeGroupParams::big2_min).
+  return list_tiles(T * K, E, tile_tokens) + list_tiles(T * K, E, kGroupedF4p2Tile) +
+         list_tiles(T * K, E, kGroupedBigTile);
 }
 
 void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, const float* x,
@@ -323,10 +324,12 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       f8 && ge.fmt == GroupedFmt::kNvfp4 &&
       (l.wgmma ? T * KS < static_cast<int64_t>(l.f4p2_max_mean) * ge.E
                : hybrid && (l.f4p2_big == 2 || (l.f4p2_big == 1 && T <= kGroupedF4p2Tile)));
-  // P2's full launch split by expert (GroupedLaunch::f4p2_split): experts of at least that many
-  // slots in a second list of 128-token tiles for the one-producer kernel. The scratch holds it:
-  // grouped_max_tiles reserves a list of 128-token and one of 64-token tiles.
-  const bool f4p2_split = f4p2 && l.wgmma && l.f4p2_split > 0 && l.wgmma_hquant;
+  // P2 split by expert (GroupedLaunch::f4p2_split): experts of at least that many slots on
+  // 128-token tiles for the one-producer kernel, in a list of their own: the full launch's second
+  // list, or the hybrid's third (after its 64-token big tiles: MoeGroupParams::big2_min). The
+  // scratch holds them: grouped_max_tiles reserves a list of 64-token and one of 128-token tiles
+  // after the streaming one.
+  const bool f4p2_split = f4p2 && l.f4p2_split > 0 && l.wgmma_hquant;
   if (f4p2) {
     ++f4p2_calls;
     if (hybrid) {
@@ -336,12 +339,28 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       gp.max_tiles = list_tiles(T * KS, ge.E, gp.tile_tokens);
     }
   }
-  if (f4p2_split) {
+  // The one-producer kernel's list and count with the split.
+  const int32_t* split_tiles = nullptr;
+  const int32_t* split_num = nullptr;
+  if (f4p2_split && hybrid) {
+    if (T >= l.f4p2_split) {  // (an expert holds at most T slots: below, no split launch)
+      ++f4p2_split_calls;
+      gp.big2_min = l.f4p2_split;
+      gp.big2_min_share =
+          l.f4p2_split_share > 0
+              ? static_cast<int>(std::clamp(std::ceil(l.f4p2_split_share * 1000), 1.0, 1000.0))
+              : 0;
+      gp.big2_tiles = gp.big_tiles + 4 * list_tiles(T * KS, ge.E, kGroupedF4p2Tile);
+      gp.num_big2 = s.num_tiles + 2;
+      split_tiles = gp.big2_tiles, split_num = gp.num_big2;
+    }
+  } else if (f4p2_split) {
     ++f4p2_split_calls;
     gp.big_min = l.f4p2_split;  // (no gate: big_min_tiles 0)
     gp.big_tile = kGroupedBigTile;
     gp.big_tiles = s.tiles + 4 * gp.max_tiles;
     gp.num_big = s.num_tiles + 1;
+    split_tiles = gp.big_tiles, split_num = gp.num_big;
   }
   // Tokens per tile of the warpgroup-MMA GEMM's list (the bound of moe_quant_rows below).
   const int wg_tile = hybrid ? gp.big_tile : gp.tile_tokens;
@@ -490,16 +509,17 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       p.narrow = hybrid ? grouped_hybrid_narrow(l, T) : grouped_wgmma_narrow(l, T, KS, ge.E);
       p.f4p2 = f4p2;
     }
-    launch_moe_gemm(p, l.wgmma ? l : lb, stream);
-    if (f4p2_split) {  // the big experts' 128-token tiles on the one-producer kernel
-      p.tiles = gp.big_tiles;
-      p.num_tiles = gp.num_big;
+    const GroupedLaunch& lw = l.wgmma ? l : lb;
+    launch_moe_gemm(p, lw, stream);
+    if (split_tiles != nullptr) {  // the big experts' 128-token tiles on the one-producer kernel
+      p.tiles = split_tiles;
+      p.num_tiles = split_num;
       p.f4p2 = false;
       p.narrow = false;
       if (p.act_tma)  // its activation boxes of 128 rows (P2's are 64; refused: the gather)
         p.act_tma = encode_act_tmap(p.gate_up ? xs : hq, T * KS, p.gate_up ? ge.D : ge.I,
                                     kGroupedBigTile, p.act_tmap);
-      launch_moe_gemm(p, l, stream);
+      launch_moe_gemm(p, lw, stream);
     }
   };
   // The NVFP4 ring's items of two sub-blocks, per GEMM, from the expected tile count (unless the

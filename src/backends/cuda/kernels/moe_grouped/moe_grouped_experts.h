@@ -67,7 +67,8 @@ struct GroupedScratch {
   void* xa = nullptr;              // [T, D] 16-bit
   int32_t* sorted_slot = nullptr;  // [T*slots] (GroupedExperts::slots)
   int32_t* tiles = nullptr;        // [grouped_max_tiles(...), 4]
-  int32_t* num_tiles = nullptr;    // [2]: streaming tiles, big (warpgroup-MMA) tiles
+  int32_t* num_tiles = nullptr;    // [3]: streaming tiles, big (warpgroup-MMA) tiles, 128-token big
+                                   // tiles (MoeGroupParams::big2_min)
   void* h = nullptr;               // [T*slots, I] 16-bit
   float* out = nullptr;            // [T*slots, D]
   // Stream-K workspace of the pipelined GEMMs (sizes: grouped_sk_sizes(launch); none needed

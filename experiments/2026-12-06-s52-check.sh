@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Session 52's check call (~480 s; carry [".deps"]): scripts/gpu-test.sh on the tree (the hybrid's
+# split by expert, its share gate, and the unsharded default from T 192), its logs packed into
+# gpu-logs.tgz as soon as it ends; then on that build the new default against the heuristic of
+# before (B: --hybrid-min 48 below T 512, 32 from it, --f4p2-big 1 --f4p2-split 0), so B/A > 1
+# where the new default wins. Log: check.log.
+set -u
+o=${OUT:-/tmp/out}
+MOE_GPU_TARGETS="cuda_ops_tests cuda_model_tests moe_grouped_tests moengine moe_bench" \
+  bash scripts/gpu-test.sh >"$o/gpu-test.out" 2>&1
+echo "gpu-test.sh rc=$?" >>"$o/summary.txt"
+(cd "$o" && tar czf gpu-logs.tgz ./*.log ./*.out && find . -maxdepth 1 -type f \( -name '*.log' -o -name '*.out' \) -delete)
+D=build-gpu/bin
+LOG=check
+source "$(dirname "$0")/device-run.sh"  # $L, run
+OLD="--f4p2-big 1 --f4p2-split 0 --f4p2-split-share 0"
+TMO=60 run old-below-512 $D/moe_bench --fmt nvfp4 --shape glm5,dsv3 --routing uniform,zipf1,zipf1.5,hot8 --tokens 192,256,384,448 --ab "--hybrid-min 48 $OLD"
+TMO=60 run old-from-512 $D/moe_bench --fmt nvfp4 --shape glm5,dsv3 --routing uniform,zipf1,zipf1.5,hot8 --tokens 512,576 --ab "--hybrid-min 32 $OLD"
+echo "== done $(date +%T)" >>"$L"
