@@ -473,6 +473,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // The warpgroup-MMA GEMM's tiles (the whole list with a wgmma launch, else the big tiles).
   const int32_t* wg_tiles = hybrid ? gp.big_tiles : s.tiles;
   const int32_t* wg_num = hybrid ? gp.num_big : s.num_tiles;
+  // The activation map of a warpgroup-MMA GEMM in boxes of `rows` (its tile): gate_up's x codes
+  // by position (xs), down's h codes (hq); T * KS rows either way.
+  auto encode_act = [&](MoeGemmParams& p, int rows) {
+    return encode_act_tmap(p.gate_up ? xs : hq, T * KS, p.gate_up ? ge.D : ge.I, rows, p.act_tmap);
+  };
   auto gemm = [&](MoeGemmParams& p, const GroupedLaunch& ls, int32_t* sk_counters) {
     p.K = KS;
     p.sk_counters = sk_counters;
@@ -498,11 +503,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       if (!p.gate_up && l.down_act_tma && (ws_f8 || f4)) {
         // A map the driver refuses (it should not: h is 256-byte aligned, I a multiple of 128)
         // leaves down on the producers' gather, which gives the same bits.
-        p.act_tma = encode_act_tmap(hq, T * KS, ge.I, box_rows, p.act_tmap);
+        p.act_tma = encode_act(p, box_rows);
         if (p.act_tma && f4) ++f4_down_tma_calls;
       }
       if (p.gate_up && xs != nullptr) {  // x's codes by position (T * KS rows of D bytes)
-        p.act_tma = encode_act_tmap(xs, T * KS, ge.D, box_rows, p.act_tmap);
+        p.act_tma = encode_act(p, box_rows);
         if (p.act_tma) ++x_pos_calls;
       }
       p.pairs = pairs;
@@ -517,8 +522,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       p.f4p2 = false;
       p.narrow = false;
       if (p.act_tma)  // its activation boxes of 128 rows (P2's are 64; refused: the gather)
-        p.act_tma = encode_act_tmap(p.gate_up ? xs : hq, T * KS, p.gate_up ? ge.D : ge.I,
-                                    kGroupedBigTile, p.act_tmap);
+        p.act_tma = encode_act(p, kGroupedBigTile);
       launch_moe_gemm(p, lw, stream);
     }
   };
