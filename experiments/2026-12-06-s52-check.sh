@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 52's check call (~480 s; carry [".deps"]): scripts/gpu-test.sh on the tree (the hybrid's
 # split by expert, its share gate, and the unsharded default from T 192), its logs packed into
-# gpu-logs.tgz as soon as it ends; then on that build the new default against the heuristic of
+# gpu-test-logs.tgz as soon as it ends; then on that build the new default against the heuristic of
 # before (B: --hybrid-min 48 below T 512, 32 from it, --f4p2-big 1 --f4p2-split 0), so B/A > 1
 # where the new default wins; TP8 / EP8 with the share gate. Log: check.log.
 set -u
@@ -9,7 +9,7 @@ o=${OUT:-/tmp/out}
 MOE_GPU_TARGETS="cuda_ops_tests cuda_model_tests moe_grouped_tests moengine moe_bench" \
   bash scripts/gpu-test.sh >"$o/gpu-test.out" 2>&1
 echo "gpu-test.sh rc=$?" >>"$o/summary.txt"
-(cd "$o" && tar czf gpu-logs.tgz ./*.log ./*.out && find . -maxdepth 1 -type f \( -name '*.log' -o -name '*.out' \) -delete)
+# (gpu-test.sh packs its own logs into gpu-test-logs.tgz under the device tool, 47548a6)
 D=build-gpu/bin
 LOG=check
 source "$(dirname "$0")/device-run.sh"  # $L, run
