@@ -1299,8 +1299,9 @@ TEST_F(MoeGroupedTest, F4TwoProducersIsBitIdentical) {
 // one-producer kernel's 128-token tiles (a second list and launch), the others on P2's 64-token
 // tiles, gives the bits of the one-producer full launch: experts on either side of N, every
 // expert big (P2's launch over an empty list), none big (the second launch's list empty), x by
-// position, packed and row-major weights; and the hybrid's big tiles on P2 split the same way (a
-// third list), against its big tiles on the one-producer kernel. Without wgmma_hquant the call is
+// position, packed and row-major weights, gated by the big experts' share (f4p2_split_share) on
+// either side of it; and the hybrid's big tiles on P2 split the same way (a third list), against
+// its big tiles on the one-producer kernel. Without wgmma_hquant the call is
 // not split.
 TEST_F(MoeGroupedTest, F4TwoProducersSplitByExpertIsBitIdentical) {
   if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
@@ -1334,6 +1335,13 @@ TEST_F(MoeGroupedTest, F4TwoProducersSplitByExpertIsBitIdentical) {
         EXPECT_EQ(grouped_f4p2_split_calls() - splits, 1) << c.what << ": not split";
         EXPECT_EQ(differing_floats(ya, yb), 0)
             << c.what << ": T " << c.T << " x_pos " << xp << " packed " << packed;
+        if (packed || xp == 1) continue;
+        for (double share : {0.3, 0.99}) {  // gated by the big experts' share: the same bits
+          Launch bs = b;
+          bs.f4p2_split_share = share;
+          const Tensor yc = check(Fmt::kNvfp4, c.T, c.D, c.I, c.E, c.K, c.r, bs);
+          EXPECT_EQ(differing_floats(ya, yc), 0) << c.what << ": share " << share;
+        }
       }
   }
   // The hybrid's big tiles on P2 (f4p2_big 2) split: big experts of at least N slots on a third

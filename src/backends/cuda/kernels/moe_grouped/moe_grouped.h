@@ -277,9 +277,11 @@ struct GroupedLaunch {
   // moe_bench --f4p2-split N. On the hybrid's big tiles on P2 (f4p2_big) the same: a third list
   // (MoeGroupParams::big2_min), from T >= N (below no expert can qualify).
   int f4p2_split = 0;
-  // ... on the hybrid only where the experts of f4p2_split slots or more hold at least this share
-  // of the big experts' slots (decided on the device, MoeGroupParams::big2_min_share; 0: always):
-  // its launch on few experts runs after P2's with most SMs idle. moe_bench --f4p2-split-share X.
+  // ... only where the experts of f4p2_split slots or more hold at least this share, decided on
+  // the device (0: always): on the hybrid, of the big experts' slots (MoeGroupParams::
+  // big2_min_share); on the full launch, of the call's 8-token tiles (the big list's gate,
+  // big_min_share, without its bytes bound). A launch on a few experts runs after P2's with most
+  // SMs idle. moe_bench --f4p2-split-share X.
   double f4p2_split_share = 0;
   // The grouping of a call of at most 32 slots where no expert can take big tiles (no hybrid, or
   // its threshold above the slot count) and the list holds no pair units: warp 0 of the grouping

@@ -356,7 +356,12 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     }
   } else if (f4p2_split) {
     ++f4p2_split_calls;
-    gp.big_min = l.f4p2_split;  // (no gate: big_min_tiles 0)
+    gp.big_min = l.f4p2_split;        // (no gate without a share: big_min_tiles 0)
+    if (l.f4p2_split_share > 0) {     // only where they hold that share of the call's 8-token tiles
+      gp.big_min_tiles = 1000000000;  // (no bytes bound: the share alone decides)
+      gp.big_min_share =
+          static_cast<int>(std::clamp(std::ceil(l.f4p2_split_share * 1000), 1.0, 1000.0));
+    }
     gp.big_tile = kGroupedBigTile;
     gp.big_tiles = s.tiles + 4 * gp.max_tiles;
     gp.num_big = s.num_tiles + 1;
