@@ -504,6 +504,20 @@ class MoeGroupedTest : public ::testing::Test {
 };
 
 const Fmt kFmts[] = {Fmt::kBf16, Fmt::kFp8, Fmt::kNvfp4};
+// A grouping call's inputs (launch_moe_group): x [T, D] f32, ids [T, ids_stride] over E experts, K
+// slots per token, activations of format f; the caller adds its outputs.
+MoeGroupParams group_inputs(const TensorView& x, const TensorView& ids, int64_t ids_stride,
+                            int64_t T, int64_t D, int64_t K, int64_t E, GroupedFmt f) {
+  MoeGroupParams gp;
+  gp.x = x.data<float>();
+  gp.x_stride = D;
+  gp.ids = ids.data<int32_t>();
+  gp.ids_stride = ids_stride;
+  gp.T = T, gp.D = D, gp.K = K, gp.E = E;
+  gp.fmt = static_cast<int>(f);
+  return gp;
+}
+
 using Launch = GroupedLaunch;  // check(..., Launch{.nb = 2, ...}): an explicit launch
 
 // Elements of two f32 tensors whose bits differ (-1: different sizes).
@@ -1684,13 +1698,7 @@ TEST_F(MoeGroupedTest, Fp8ActivationQuantizationIsFp8ActBlockQuantize) {
     for (int64_t i = 0; i < T * K; ++i) ids[i] = static_cast<int32_t>(i % E);
     TensorView xd = dev_->to_device(x), idd = dev_->to_device(i32(ids, {T, K})),
                wd = dev_->to_device(randn({T, K}, 5));
-    MoeGroupParams gp;
-    gp.x = xd.data<float>();
-    gp.x_stride = D;
-    gp.ids = idd.data<int32_t>();
-    gp.ids_stride = K;
-    gp.T = T, gp.D = D, gp.K = K, gp.E = E;
-    gp.fmt = static_cast<int>(GroupedFmt::kFp8Block);
+    MoeGroupParams gp = group_inputs(xd, idd, K, T, D, K, E, GroupedFmt::kFp8Block);
     gp.xa = dev_->poisoned({T, D}, DType::kF32).raw();
     gp.sorted_slot = dev_->poisoned({T * K}, DType::kI32).data<int32_t>();
     gp.max_tiles = grouped_max_tiles(T, K, E, 8);
@@ -1781,13 +1789,7 @@ TEST_F(MoeGroupedTest, GroupingThreeListsMatchHost) {
           want[list].push_back(static_cast<int32_t>(v));
       run += c;
     }
-    MoeGroupParams gp;
-    gp.x = xd.data<float>();
-    gp.x_stride = D;
-    gp.ids = idd.data<int32_t>();
-    gp.ids_stride = K;
-    gp.T = T, gp.D = D, gp.K = K, gp.E = E;
-    gp.fmt = static_cast<int>(GroupedFmt::kBf16);
+    MoeGroupParams gp = group_inputs(xd, idd, K, T, D, K, E, GroupedFmt::kBf16);
     gp.tile_tokens = 8;
     gp.max_tiles = grouped_max_tiles(T, K, E, 8);
     TensorView sorted = dev_->poisoned({T * K}, DType::kI32),
@@ -1885,14 +1887,8 @@ TEST_F(MoeGroupedTest, GroupingMatchesHostGrouping) {
     TensorView xd = dev_->to_device(x),
                idd = dev_->to_device(i32(ids, {static_cast<int64_t>(ids.size())})),
                wd = dev_->to_device(rwt);
-    MoeGroupParams gp;
-    gp.x = xd.data<float>();
-    gp.x_stride = D;
-    gp.ids = idd.data<int32_t>();
-    gp.ids_stride = KR;
-    gp.T = c.T, gp.D = D, gp.K = c.K, gp.E = c.E;
+    MoeGroupParams gp = group_inputs(xd, idd, KR, c.T, D, c.K, c.E, GroupedFmt::kBf16);
     gp.shared = c.shared;
-    gp.fmt = static_cast<int>(GroupedFmt::kBf16);
     gp.tile_tokens = c.tile_tokens;
     gp.max_tiles = grouped_max_tiles(c.T, c.K, c.E, c.tile_tokens);
     TensorView sorted = dev_->poisoned({TK}, DType::kI32),
