@@ -6,15 +6,16 @@
 #   bash experiments/2026-12-05-h200-questions.sh crossover-bf16  # the same, BF16
 #   bash experiments/2026-12-05-h200-questions.sh hybrid32   # FP8 --hybrid-min 32 (kept at 48)
 #   bash experiments/2026-12-05-h200-questions.sh padtiled   # the tiled padding patch, sustained
+#   bash experiments/2026-12-05-h200-questions.sh nvfp4      # sessions 51-52's NVFP4 defaults
 # Logs under $OUT (h200-<phase>.log, crossover-*.jsonl).
 set -u
 o=${OUT:-/tmp/out}
 mkdir -p "$o"
-phase=${1:?usage: $0 crossover|crossover-bf16|hybrid32|padtiled}
+phase=${1:?usage: $0 crossover|crossover-bf16|hybrid32|padtiled|nvfp4}
 case $phase in
-  crossover | crossover-bf16 | hybrid32 | padtiled) ;;
+  crossover | crossover-bf16 | hybrid32 | padtiled | nvfp4) ;;
   *)
-    echo "unknown phase $phase (crossover, crossover-bf16, hybrid32, padtiled)" >&2
+    echo "unknown phase $phase (crossover, crossover-bf16, hybrid32, padtiled, nvfp4)" >&2
     exit 2
     ;;
 esac
@@ -60,6 +61,17 @@ case $phase in
       --ab "--hybrid-min 32"
     TMO=280 run zipf "$H" --fmt fp8 --shape glm5,glm5-ep8,glm5-tp8 --routing zipf1,zipf1.5 \
       --tokens 256,512,768 --ab "--hybrid-min 32"
+    ;;
+  nvfp4)  # set on an H100: the hybrid's split (session 52) and the full launch's (session 51),
+    # each default against what it replaced (B/A > 1: the default wins)
+    R="--routing uniform,zipf1,zipf1.5,hot8"
+    OLD="--f4p2-big 1 --f4p2-split 0 --f4p2-split-share 0"
+    TMO=120 run hybrid-below-512 "$H" --fmt nvfp4 --shape glm5,dsv3 $R --tokens 128,192,256,384,448 \
+      --ab "--hybrid-min 48 $OLD"
+    TMO=120 run hybrid-from-512 "$H" --fmt nvfp4 --shape glm5,dsv3 $R --tokens 512,576 \
+      --ab "--hybrid-min 32 $OLD"
+    TMO=120 run full-split "$H" --fmt nvfp4 --shape glm5,dsv3 $R --tokens 640,1024,1536 \
+      --ab "--f4p2-split 0"
     ;;
   padtiled)  # zero padding rows of the TMA activation tiles (H100: T 8192 1.8% faster sustained)
     TMO=500 run sustained "$H" --fmt fp8 --shape glm5,dsv3 --tokens 4096,8192 \
