@@ -141,8 +141,9 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
                : -1;
   if (a == "--f4p2-split-share")
     return parse_in_range(a, v, 1,
-                          "a share in 0..1 (the hybrid's split only where its experts of "
-                          "--f4p2-split slots hold it of the big experts' slots; 0: always)",
+                          "a share in 0..1 (the split only where its experts of --f4p2-split "
+                          "slots hold it: of the hybrid's big experts' slots, of a full "
+                          "launch's 8-token tiles; 0: always)",
                           &o->split_share)
                ? 1
                : -1;

@@ -83,8 +83,8 @@
 // --f4p2-split N GroupedLaunch::f4p2_split (that full launch split by expert: experts of >= N slots
 // on the one-producer kernel's 128-token tiles, a second launch per GEMM; 0: not split; with the
 // hybrid's big tiles on P2 the same, a third launch). --f4p2-split-share X
-// GroupedLaunch::f4p2_split_share (the hybrid's split only where those experts hold this share of
-// the big experts' slots; 0: always).
+// GroupedLaunch::f4p2_split_share (the split only where those experts hold this share: of the
+// hybrid's big experts' slots, of a full launch's 8-token tiles; 0: always).
 // --ab "FLAGS": an interleaved A/B of each case (one configuration, no --sweep): A is the launch
 // of the command line, B the same plus FLAGS (launch flags only: --f8act, --r2, --two-step,
 // --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,

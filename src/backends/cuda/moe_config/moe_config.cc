@@ -394,11 +394,11 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   const bool f4_unsharded = I > 256 && E >= kGroupedNvf8HybridMinExperts;
   l.f4p2_split = l.f4p2_max_mean > 0 && l.wgmma_hquant && f4_unsharded ? kF4P2SplitMin : 0;
   // Unsharded (and I > 512, where the 32-token threshold above applies) from kF4P2HybridMinRows:
-  // the hybrid from kF4P2HybridMinTokens per expert with its
-  // big tiles on P2, split the same way (a third list) where the experts of kF4P2SplitMin slots
-  // or more hold kF4P2SplitShare of the big experts' slots (hot experts: there they fill the
-  // one-producer launch; under zipf a few of them would run after P2's launch with most SMs
-  // idle). NOTE: measured on an H100 (docs/perf.md, 2026-12-06 session 52; moe_bench --ab
+  // the hybrid from kF4P2HybridMinTokens per expert with its big tiles on P2, split the same way
+  // (a third list) where the experts of kF4P2SplitMin slots or more hold kF4P2SplitShare of the
+  // big experts' slots (hot experts: there they fill the one-producer launch; under zipf a few of
+  // them would run after P2's launch with most SMs idle). NOTE: measured on an H100 (docs/perf.md,
+  // 2026-12-06 session 52; moe_bench --ab
   // "--hybrid-min 16 --f4p2-big 2 --f4p2-split 96 --f4p2-split-share 0.9" against the heuristic
   // of then, interleaved, glm5 / dsv3): T 192..576 uniform 1.00 / 1.00 at T 192..320 (dsv3 T 320
   // 1.027), 0.97-0.98 at T 384, 0.92-0.93 at T 448, 0.855-0.88 at T 512 / 576; zipf1 0.91-0.99;

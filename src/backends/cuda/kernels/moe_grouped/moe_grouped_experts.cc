@@ -193,6 +193,12 @@ bool resolve_grouped_shared_alone(const ops::ExpertWeights& s, int64_t D, Groupe
 }
 
 namespace {
+// A share in thousandths for the grouping kernel's gates (MoeGroupParams::big_min_share,
+// big2_min_share): rounded up, 1..1000; 0 (no gate) for a share of 0 or less.
+int share_thousandths(double share) {
+  return share > 0 ? static_cast<int>(std::clamp(std::ceil(share * 1000), 1.0, 1000.0)) : 0;
+}
+
 // Tiles of one list: every expert's last tile may be partial.
 int64_t list_tiles(int64_t TK, int64_t E, int tile_tokens) {
   return std::max<int64_t>(1, (TK + tile_tokens - 1) / tile_tokens + std::min(E, TK));
@@ -259,8 +265,7 @@ int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, in
 }
 
 int grouped_hybrid_min_share(const GroupedLaunch& l) {
-  if (!(l.hybrid_min_bytes > 0) || !(l.hybrid_min_share > 0)) return 0;
-  return static_cast<int>(std::clamp(std::ceil(l.hybrid_min_share * 1000), 1.0, 1000.0));
+  return l.hybrid_min_bytes > 0 ? share_thousandths(l.hybrid_min_share) : 0;
 }
 
 int64_t grouped_max_tiles(int64_t T, int64_t K, int64_t E, int tile_tokens) {
@@ -342,26 +347,20 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // The one-producer kernel's list and count with the split.
   const int32_t* split_tiles = nullptr;
   const int32_t* split_num = nullptr;
-  if (f4p2_split && hybrid) {
-    if (T >= l.f4p2_split) {  // (an expert holds at most T slots: below, no split launch)
-      ++f4p2_split_calls;
-      gp.big2_min = l.f4p2_split;
-      gp.big2_min_share =
-          l.f4p2_split_share > 0
-              ? static_cast<int>(std::clamp(std::ceil(l.f4p2_split_share * 1000), 1.0, 1000.0))
-              : 0;
-      gp.big2_tiles = gp.big_tiles + 4 * list_tiles(T * KS, ge.E, kGroupedF4p2Tile);
-      gp.num_big2 = s.num_tiles + 2;
-      split_tiles = gp.big2_tiles, split_num = gp.num_big2;
-    }
-  } else if (f4p2_split) {
+  // (The hybrid splits only from T >= f4p2_split: an expert holds at most T slots.)
+  if (f4p2_split && hybrid && T >= l.f4p2_split) {
     ++f4p2_split_calls;
-    gp.big_min = l.f4p2_split;        // (no gate without a share: big_min_tiles 0)
-    if (l.f4p2_split_share > 0) {     // only where they hold that share of the call's 8-token tiles
-      gp.big_min_tiles = 1000000000;  // (no bytes bound: the share alone decides)
-      gp.big_min_share =
-          static_cast<int>(std::clamp(std::ceil(l.f4p2_split_share * 1000), 1.0, 1000.0));
-    }
+    gp.big2_min = l.f4p2_split;
+    gp.big2_min_share = share_thousandths(l.f4p2_split_share);
+    gp.big2_tiles = gp.big_tiles + 4 * list_tiles(T * KS, ge.E, kGroupedF4p2Tile);
+    gp.num_big2 = s.num_tiles + 2;
+    split_tiles = gp.big2_tiles, split_num = gp.num_big2;
+  } else if (f4p2_split && !hybrid) {
+    ++f4p2_split_calls;
+    gp.big_min = l.f4p2_split;  // (no gate without a share: big_min_tiles 0)
+    gp.big_min_share = share_thousandths(l.f4p2_split_share);
+    // With a share, only where they hold it of the call's 8-token tiles (no bytes bound).
+    if (gp.big_min_share > 0) gp.big_min_tiles = 1000000000;
     gp.big_tile = kGroupedBigTile;
     gp.big_tiles = s.tiles + 4 * gp.max_tiles;
     gp.num_big = s.num_tiles + 1;
