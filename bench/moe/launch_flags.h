@@ -40,6 +40,7 @@ struct LaunchOverrides {
   double hybrid_gb = -1;     // --hybrid-gb X (GroupedLaunch::hybrid_min_bytes / 1e9)
   double hybrid_share = -1;  // --hybrid-share X (GroupedLaunch::hybrid_min_share)
   double split_share = -1;   // --f4p2-split-share X (GroupedLaunch::f4p2_split_share)
+  int defer = -1;            // --defer 0|1 (GroupedLaunch::sibling_defer)
 
   // The launch with these overrides (--hybrid-min only where moe_launch gave the launch a
   // hybrid: sm_90).
@@ -73,6 +74,7 @@ struct LaunchOverrides {
     if (hybrid_gb >= 0) l.hybrid_min_bytes = hybrid_gb * 1e9;
     if (hybrid_share >= 0) l.hybrid_min_share = hybrid_share;
     if (split_share >= 0) l.f4p2_split_share = split_share;
+    if (defer >= 0) l.sibling_defer = defer == 1;
     return l;
   }
 };
@@ -166,6 +168,7 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
                 : a == "--x-pos"      ? &o->x_pos
                 : a == "--early-gu"   ? &o->early_gu
                 : a == "--group-warp" ? &o->group_warp
+                : a == "--defer"      ? &o->defer
                                       : nullptr;
   if (flag01 == nullptr) return 0;
   if (v != "0" && v != "1") {

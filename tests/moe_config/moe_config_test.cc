@@ -249,6 +249,8 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_FALSE(moe_launch(d, limits(232448, 132), f, 4).pdl) << moe_fmt_name(f);
     // The hybrid's own launches with PDL for every format, wherever there is a hybrid.
     EXPECT_TRUE(moe_launch(d, sm90, f, 64).hybrid_pdl) << moe_fmt_name(f);
+    // ... the launches after a GEMM's first waiting for their predecessor at their end.
+    EXPECT_TRUE(moe_launch(d, sm90, f, 64).sibling_defer) << moe_fmt_name(f);
     // ... and engages only for enough qualifying bytes (0.4..1.2 GB, measured per format).
     const double hb = moe_launch(d, sm90, f, 64).hybrid_min_bytes;
     EXPECT_GE(hb, 0.4e9) << moe_fmt_name(f);
@@ -326,6 +328,7 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_FALSE(grouped_hybrid_tile_gemm(hl, f, 65)) << moe_fmt_name(f);
     EXPECT_FALSE(grouped_hybrid_tile_gemm(forced, f, 65)) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm120, f, 64).hybrid_pdl) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, sm120, f, 64).sibling_defer) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(w, sm90, f, 4096).hybrid_pdl) << moe_fmt_name(f);
     // PDL for gate_up and the combine only: BF16 up to 8 tokens, NVFP4 up to 4 (measured), never
     // with `pdl` (FP8) or the warpgroup-MMA launch.

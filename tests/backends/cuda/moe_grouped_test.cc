@@ -1415,6 +1415,56 @@ TEST_F(MoeGroupedTest, F4TwoProducersSplitByExpertIsBitIdentical) {
   prepare_ = false;
 }
 
+// GroupedLaunch::sibling_defer: a GEMM's launches after its first (the hybrid's big tiles after
+// the streaming launch; on P2 with the split, its third list after them) wait for their
+// predecessor at their end, where they go out with PDL (hybrid_pdl): the same bits as waiting at
+// their start, in every format's hybrid, and the launches did defer.
+TEST_F(MoeGroupedTest, SiblingLaunchesWaitingAtTheirEndAreBitIdentical) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  const F4Launches f4 = f4_launches(0);
+  Launch f4split = f4.hy;  // the streaming list, P2's big tiles, the third list (>= 44 slots)
+  f4split.f4p2_big = 2;
+  f4split.f4p2_split = 44;
+  Launch f8{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};  // streaming + warp-specialized
+  f8.wgmma_ws = true;
+  f8.pdl = true;
+  Launch bf16{.nb = 2, .wgmma_min_tokens = 40};  // its big tiles ignore it: wait at their start
+  struct Case {
+    const char* what;
+    Fmt f;
+    int64_t T, D, I, E, K;
+    Launch l;
+    int64_t deferred;  // launches per call
+  };
+  const Case cases[] = {{"nvfp4 hybrid, P2 split", Fmt::kNvfp4, 400, 256, 640, 32, 3, f4split, 4},
+                        {"nvfp4 hybrid", Fmt::kNvfp4, 200, 512, 640, 8, 2, f4.hy, 2},
+                        {"fp8 hybrid", Fmt::kFp8, 200, 512, 256, 8, 2, f8, 2},
+                        {"bf16 hybrid", Fmt::kBf16, 200, 256, 256, 8, 2, bf16, 2}};
+  for (const Case& c : cases) {
+    Launch off = c.l;
+    off.hybrid_pdl = true;
+    off.sibling_defer = false;
+    Launch on = off;
+    on.sibling_defer = true;
+    const int64_t d0 = grouped_deferred_launches();
+    const Tensor a = check(c.f, c.T, c.D, c.I, c.E, c.K, Routing::kRandom, off);
+    const int64_t d1 = grouped_deferred_launches();
+    const Tensor b = check(c.f, c.T, c.D, c.I, c.E, c.K, Routing::kRandom, on);
+    const int64_t d2 = grouped_deferred_launches();
+    EXPECT_EQ(d1 - d0, 0) << c.what;
+    EXPECT_GE(d2 - d1, c.deferred) << c.what << ": no launch deferred its wait";
+    EXPECT_EQ(differing_floats(a, b), 0) << c.what;
+    // Without PDL on those launches nothing defers.
+    Launch plain = on;
+    plain.hybrid_pdl = false;
+    plain.pdl = false;
+    const Tensor p = check(c.f, c.T, c.D, c.I, c.E, c.K, Routing::kRandom, plain);
+    EXPECT_EQ(grouped_deferred_launches(), d2) << c.what << ": deferred without PDL";
+    EXPECT_EQ(differing_floats(a, p), 0) << c.what << ": without PDL";
+  }
+}
+
 // The hybrid's gate_up split along k where its items fill less than half the GPU
 // (GroupedLaunch::hybrid_split_k; ws_split_count): FP8 on the warp-specialized kernel (E4M3,
 // tensor maps), FP8 on the 256-thread kernel with E4M3 (no ws) and with F16 activations, BF16 and

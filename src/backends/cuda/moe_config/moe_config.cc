@@ -419,6 +419,14 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // 201 / 229), EP8 188 / 201 / 238 -> 180 / 191 / 226; BF16 TP8 / EP8 3-4 us of 5; glm5 level
   // (within its noise).
   l.hybrid_pdl = l.wgmma_min_tokens > 0 && lim.cc >= 90;
+  // ... and those after a GEMM's first (the big tiles after the streaming launch, the split's list
+  // after P2's) wait for their predecessor at their end (GroupedLaunch::sibling_defer), computing
+  // in its tail. NOTE: measured on an H100 (docs/perf.md, 2026-12-06 session 53; moe_bench --ab
+  // "--defer 0", interleaved, B/A above 1: deferral faster): NVFP4 glm5 / dsv3 T 192..512 zipf1
+  // 1.024-1.040, zipf1.5 1.024-1.047, uniform 0.997-1.024, hot8 1.001-1.003; FP8 EP8 zipf1 T 256 /
+  // 512 1.059 / 1.091, TP8 zipf1.5 T 256 1.032, the rest 0.990-1.016; NVFP4 TP8 / EP8 T 48..384
+  // 0.990-1.031 (level).
+  l.sibling_defer = l.hybrid_pdl;
   // The hybrid's FP8 GEMMs on the warp-specialized kernel (GroupedLaunch::wgmma_ws; its narrow
   // instance for tiles of <= 64 tokens, grouped_hybrid_narrow). NOTE: measured on the H200
   // (docs/perf.md, 2026-12-03 session 28; moe_bench --ws 0|1 --narrow 0|1, glm5 / TP8 / EP8, hot8 /

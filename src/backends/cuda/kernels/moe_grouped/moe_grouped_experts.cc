@@ -243,6 +243,7 @@ std::atomic<int64_t> x_pos_calls{0}, x_pos_copies{0}, f4_down_tma_calls{0};
 std::atomic<int64_t> early_gate_up_calls{0};  // grouped_early_gate_up_calls
 std::atomic<int64_t> f4p2_calls{0};           // grouped_f4p2_calls
 std::atomic<int64_t> f4p2_split_calls{0};     // grouped_f4p2_split_calls
+std::atomic<int64_t> deferred_launches{0};    // grouped_deferred_launches
 }  // namespace
 
 GroupedXPosCounts grouped_x_pos_counts() {
@@ -251,6 +252,7 @@ GroupedXPosCounts grouped_x_pos_counts() {
 int64_t grouped_early_gate_up_calls() { return early_gate_up_calls.load(); }
 int64_t grouped_f4p2_calls() { return f4p2_calls.load(); }
 int64_t grouped_f4p2_split_calls() { return f4p2_split_calls.load(); }
+int64_t grouped_deferred_launches() { return deferred_launches.load(); }
 
 int grouped_hybrid_min_tiles(const GroupedLaunch& l, GroupedFmt f, int64_t D, int64_t I) {
   if (!(l.hybrid_min_bytes > 0) || D <= 0 || I <= 0) return 0;
@@ -519,6 +521,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       p.f4p2 = f4p2;
     }
     const GroupedLaunch& lw = l.wgmma ? l : lb;
+    // GroupedLaunch::sibling_defer: a launch after the GEMM's first, with PDL, waits at its end
+    // (the warp-specialized kernels; the others ignore MoeGemmParams::defer_wait and wait first).
+    const bool defer = l.sibling_defer && lw.pdl;
+    p.defer_wait = defer && !l.wgmma;
+    deferred_launches += p.defer_wait ? 1 : 0;
     launch_moe_gemm(p, lw, stream);
     if (split_tiles != nullptr) {  // the big experts' 128-token tiles on the one-producer kernel
       p.tiles = split_tiles;
@@ -527,8 +534,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       p.narrow = false;
       if (p.act_tma)  // its activation boxes of 128 rows (P2's are 64; refused: the gather)
         p.act_tma = encode_act(p, kGroupedBigTile);
+      p.defer_wait = defer;
+      deferred_launches += p.defer_wait ? 1 : 0;
       launch_moe_gemm(p, lw, stream);
     }
+    p.defer_wait = false;
   };
   // The NVFP4 ring's items of two sub-blocks, per GEMM, from the expected tile count (unless the
   // launch says; the count only for launches whose kernel has them).
