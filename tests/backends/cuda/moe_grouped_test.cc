@@ -1429,7 +1429,9 @@ TEST_F(MoeGroupedTest, SiblingLaunchesWaitingAtTheirEndAreBitIdentical) {
   Launch f8{.nb = 2, .wgmma_min_tokens = 40, .fp8_act = true};  // streaming + warp-specialized
   f8.wgmma_ws = true;
   f8.pdl = true;
-  Launch bf16{.nb = 2, .wgmma_min_tokens = 40};  // its big tiles ignore it: wait at their start
+  Launch bf16{.nb = 2, .wgmma_min_tokens = 40};  // the warpgroup-MMA big tiles
+  Launch bf16n = bf16;  // T 60, ~30 tokens per expert: big tiles on the 64-token tile GEMM
+  bf16n.wgmma_min_tokens = 20;
   struct Case {
     const char* what;
     Fmt f;
@@ -1437,10 +1439,12 @@ TEST_F(MoeGroupedTest, SiblingLaunchesWaitingAtTheirEndAreBitIdentical) {
     Launch l;
     int64_t deferred;  // launches per call
   };
-  const Case cases[] = {{"nvfp4 hybrid, P2 split", Fmt::kNvfp4, 400, 256, 640, 32, 3, f4split, 4},
-                        {"nvfp4 hybrid", Fmt::kNvfp4, 200, 512, 640, 8, 2, f4.hy, 2},
-                        {"fp8 hybrid", Fmt::kFp8, 200, 512, 256, 8, 2, f8, 2},
-                        {"bf16 hybrid", Fmt::kBf16, 200, 256, 256, 8, 2, bf16, 2}};
+  const Case cases[] = {
+      {"nvfp4 hybrid, P2 split", Fmt::kNvfp4, 400, 256, 640, 32, 3, f4split, 4},
+      {"nvfp4 hybrid", Fmt::kNvfp4, 200, 512, 640, 8, 2, f4.hy, 2},
+      {"fp8 hybrid", Fmt::kFp8, 200, 512, 256, 8, 2, f8, 2},
+      {"bf16 hybrid", Fmt::kBf16, 200, 256, 256, 8, 2, bf16, 2},
+      {"bf16 hybrid, 64-token tile GEMM", Fmt::kBf16, 60, 256, 256, 8, 4, bf16n, 2}};
   for (const Case& c : cases) {
     Launch off = c.l;
     off.hybrid_pdl = true;

@@ -283,15 +283,16 @@ struct GroupedLaunch {
   // big_min_share, without its bytes bound). A launch on a few experts runs after P2's with most
   // SMs idle. moe_bench --f4p2-split-share X.
   double f4p2_split_share = 0;
-  // A GEMM's launches after its first (the hybrid's warp-specialized launch over the big tiles
-  // after the streaming one, the split's list after P2's) wait for their predecessor at their end
-  // instead of their start, where they go out with PDL (hybrid_pdl): their CTAs then compute in
-  // the predecessor's tail, on the SMs its CTAs leave. Their inputs (the grouping's lists, x's
-  // codes; for down, h of every gate_up launch) were complete before the GEMM's first launch let
-  // its successor start: every kernel triggers only after its own wait. Their wait at the end
-  // keeps each launch's completion after its predecessor's, so the next GEMM's wait (and the
-  // combine's) still covers every launch before it. Same bits. moe_bench --defer 0|1; the
-  // warp-specialized kernels (FP8, NVFP4 in FP8) take it, the others wait at their start.
+  // A GEMM's launches after its first (the hybrid's launch over the big tiles after the
+  // streaming one, the split's list after P2's) wait for their predecessor at their end instead
+  // of their start, where they go out with PDL (hybrid_pdl): their CTAs then compute in the
+  // predecessor's tail, on the SMs its CTAs leave. Their inputs (the grouping's lists, x's codes;
+  // for down, h of every gate_up launch) were complete before the GEMM's first launch let its
+  // successor start: every kernel triggers only after its own wait. Their wait at the end keeps
+  // each launch's completion after its predecessor's, so the next GEMM's wait (and the combine's)
+  // still covers every launch before it. Same bits. moe_bench --defer 0|1. The big tiles' kernels
+  // take it (warp-specialized, warpgroup-MMA except its split-K instances, the 64-token tile
+  // GEMM); a kernel that does not waits at its start (MoeGemmParams::defer_wait ignored).
   bool sibling_defer = false;
   // The grouping of a call of at most 32 slots where no expert can take big tiles (no hybrid, or
   // its threshold above the slot count) and the list holds no pair units: warp 0 of the grouping
@@ -490,7 +491,7 @@ struct MoeGemmParams {
   // f4p2_max_mean). Last, so the other fields keep their offsets (and the kernels their SASS).
   bool f4p2 = false;
   // Wait for the predecessor grid at the end instead of the start (GroupedLaunch::sibling_defer;
-  // the warp-specialized kernels).
+  // the kernels that take it).
   bool defer_wait = false;
 };
 

@@ -522,7 +522,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     }
     const GroupedLaunch& lw = l.wgmma ? l : lb;
     // GroupedLaunch::sibling_defer: a launch after the GEMM's first, with PDL, waits at its end
-    // (the warp-specialized kernels; the others ignore MoeGemmParams::defer_wait and wait first).
+    // (where its kernel takes MoeGemmParams::defer_wait; the others wait first).
     const bool defer = l.sibling_defer && lw.pdl;
     p.defer_wait = defer && !l.wgmma;
     deferred_launches += p.defer_wait ? 1 : 0;

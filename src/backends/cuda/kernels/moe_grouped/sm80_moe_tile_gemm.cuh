@@ -61,7 +61,8 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
 template <int BM, bool GU>
 __global__ void __launch_bounds__(kThreads, 2)
     moe_tile_gemm_kernel(const __grid_constant__ MoeGemmParams p) {
-  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
+  // GroupedLaunch::pdl / hybrid_pdl (no-op otherwise); GroupedLaunch::sibling_defer: at the end.
+  if (!p.defer_wait) grouped::pdl_wait();
   grouped::pdl_launch_dependents();
   constexpr int WM = BM / 2;   // tokens per warp
   constexpr int MT = WM / 16;  // m16 blocks per warp
@@ -204,6 +205,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
       }
   }
+  if (p.defer_wait) grouped::pdl_wait();  // done only once the predecessor is
 }
 
 }  // namespace moe::cuda::tile_gemm
