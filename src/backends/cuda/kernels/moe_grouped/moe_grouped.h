@@ -288,11 +288,12 @@ struct GroupedLaunch {
   // of their start, where they go out with PDL (hybrid_pdl): their CTAs then compute in the
   // predecessor's tail, on the SMs its CTAs leave. Their inputs (the grouping's lists, x's codes;
   // for down, h of every gate_up launch) were complete before the GEMM's first launch let its
-  // successor start: every kernel triggers only after its own wait. Their wait at the end keeps
-  // each launch's completion after its predecessor's, so the next GEMM's wait (and the combine's)
-  // still covers every launch before it. Same bits. moe_bench --defer 0|1. The big tiles' kernels
-  // take it (warp-specialized, warpgroup-MMA except its split-K instances, the 64-token tile
-  // GEMM); a kernel that does not waits at its start (MoeGemmParams::defer_wait ignored).
+  // successor start: that launch triggers only after its own wait, and each deferred launch
+  // starts only once the launch before it has started. Their wait at the end keeps each launch's
+  // completion after its predecessor's, so the next GEMM's wait (and the combine's) still covers
+  // every launch before it. Same bits. moe_bench --defer 0|1. The big tiles' kernels take it
+  // (warp-specialized, warpgroup-MMA except its split-K instances, the 64-token tile GEMM); a
+  // kernel that does not waits at its start (MoeGemmParams::defer_wait ignored).
   bool sibling_defer = false;
   // The grouping of a call of at most 32 slots where no expert can take big tiles (no hybrid, or
   // its threshold above the slot count) and the list holds no pair units: warp 0 of the grouping
