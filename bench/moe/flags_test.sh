@@ -42,6 +42,7 @@ bad "--early-gu 3: expected 0 or 1" --early-gu 3
 bad "--early-gu x: expected 0 or 1" --ab "--early-gu x"
 bad "--group-warp 2: expected 0 or 1" --group-warp 2
 bad "--defer x: expected 0 or 1" --defer x
+bad "--flush x: expected memset or read" --flush x
 bad "--hybrid-gb -1: expected" --hybrid-gb -1
 bad "--hybrid-min x: expected" --hybrid-min x
 bad "--ab: --bogus is not a launch flag" --ab "--bogus 1"

@@ -28,7 +28,7 @@
 //                  [--split-k 0|1] [--hquant 0|1] [--nvf8 0|1] [--act-t 0|1] [--act-tma 0|1]
 //                  [--x-pos 0|1] [--early-gu 0|1] [--group-warp 0|1] [--f4p2 N]
 //                  [--f4p2-big 0|1|2] [--f4p2-split N] [--f4p2-split-share X] [--defer 0|1]
-//                  [--sustain-ms N] [--ab "LAUNCH FLAGS"] [--ab-blocks N]
+//                  [--sustain-ms N] [--ab "LAUNCH FLAGS"] [--ab-blocks N] [--flush memset|read]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -107,6 +107,9 @@
 // over many replays, so single-replay interleaving gives both variants the same clock and hides
 // a variant that draws less power (session 44: zero-filled padding rows, level interleaved, 2-5%
 // faster in sustained separate runs).
+// --flush memset|read: the L2 flush before each replay, a 256 MB memset (the default, as
+// moe_vs_torch.py and Triton's do_bench flush) or a kernel reading the buffer (replay_timing.h:
+// the memset leaves tens of MB of dirty lines that the replay's misses write back to HBM).
 // --sustain-ms N: before the timed replays of each case, replay it (L2 flush included) for N ms
 // of wall time, so the times are those of a GPU that has been under this load long enough for
 // its power limit to act (H200, docs/perf.md session 27: the NVFP4 ring reaches the 700 W cap
@@ -181,10 +184,11 @@ ConstTensorView dev_view(void* p, moe::Shape sh, DType dt) {
   return ConstTensorView(p, dt, sh, Device::kCuda);
 }
 
-bool g_row_major = false;  // --layout rowmajor
-int g_shared = 0;          // --shared 1 (folded) or 2 (apart)
-int g_sustain_ms = 0;      // --sustain-ms N (0: no sustained load before the timed replays)
-int g_ab_blocks = 0;       // --ab-blocks N (0: --ab alternates single replays)
+bool g_row_major = false;    // --layout rowmajor
+int g_shared = 0;            // --shared 1 (folded) or 2 (apart)
+int g_sustain_ms = 0;        // --sustain-ms N (0: no sustained load before the timed replays)
+int g_ab_blocks = 0;         // --ab-blocks N (0: --ab alternates single replays)
+bool g_flush_reads = false;  // --flush read (memset: the default)
 
 LaunchOverrides g_ov;    // the command line's
 LaunchOverrides g_ov_b;  // --ab: the command line's plus the --ab string's
@@ -295,6 +299,12 @@ int main(int argc, char** argv) {
       *nf->out = static_cast<int>(n);
     } else if (const int r = parse_launch_flag(a, v, &g_ov); r != 0) {
       if (r < 0) return 2;
+    } else if (a == "--flush") {
+      if (v != "memset" && v != "read") {
+        std::fprintf(stderr, "--flush %s: expected memset or read\n", v.c_str());
+        return 2;
+      }
+      g_flush_reads = v == "read";
     } else if (a == "--fmt")
       fmts = split(v);
     else if (a == "--shape")
@@ -429,6 +439,7 @@ int main(int argc, char** argv) {
   void* flush = nullptr;
   const size_t flush_bytes = size_t{256} << 20;
   CK(cudaMalloc(&flush, flush_bytes));
+  CK(cudaMemset(flush, 0, flush_bytes));  // (--flush read reads it)
   std::printf("%-8s %-7s %-5s %5s %5s %4s %3s %4s %10s %9s %7s %9s %10s %5s %5s\n", "shape",
               "routing", "fmt", "T", "rows", "uniq", "nb", "pipe", "time_us", "GB/s", "%4.8TB",
               "TFLOP/s", "heur_us", "cfg", "big");
@@ -602,8 +613,8 @@ int main(int argc, char** argv) {
                                &graph_b);
             const std::string label = sname + " " + rname + " " + fname + " T " + std::to_string(T);
             // (with --ab-blocks: medians over the rounds of the blocks' medians and ratios)
-            ReplayTimes rt = time_replays({st, exec, exec_b, flush, flush_bytes}, iters,
-                                          g_sustain_ms, g_ab_blocks, label);
+            ReplayTimes rt = time_replays({st, exec, exec_b, flush, flush_bytes, g_flush_reads},
+                                          iters, g_sustain_ms, g_ab_blocks, label);
             if (g_ab) {  // A runs last: its big-tile count below
               CK(cudaGraphLaunch(exec, st));
               CK(cudaStreamSynchronize(st));

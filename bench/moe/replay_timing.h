@@ -1,7 +1,8 @@
 // moe_bench's timed CUDA-graph replays of one case: A alone, or A and B (--ab) interleaved by
 // replay (A B, B A, ...: the same clocks for both) or, with --ab-blocks, in rounds of sustained
 // blocks (each variant held under load, then timed: the power state each one sets; see
-// moe_bench.cu's top). Every replay follows an L2 flush (a memset outside the timed region).
+// moe_bench.cu's top). Every replay follows an L2 flush (a memset outside the timed region, or
+// with --flush read a kernel reading the buffer).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,7 +22,23 @@ struct ReplayGraphs {
   cudaGraphExec_t a, b;  // b: null without --ab
   void* flush;           // the L2 flush buffer
   size_t flush_bytes;
+  bool flush_reads = false;  // --flush read: l2_flush_reads instead of a memset
 };
+
+// An L2 flush that leaves only clean lines (moe_bench --flush read): every 16-byte word of the
+// buffer read, nothing stored unless their XOR is `magic` (the buffer is zeroed once, so never).
+// After a memset flush the L2 holds the buffer's last ~50-60 MB as dirty lines, which the timed
+// replay's misses write back to HBM (tens of MB, several us of the HBM's time at small T); a
+// decode step between layers finds mostly clean lines (weights read).
+__global__ void l2_flush_reads(const uint4* p, size_t n, unsigned magic, unsigned* sink) {
+  unsigned x = 0;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const uint4 v = p[i];
+    x ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (x == magic) *sink = x;
+}
 
 // Times in ms: per replay (a, b) and per pair (ratio b / a); with --ab-blocks per round (each
 // block's median) and each round's ratio.
@@ -46,7 +63,15 @@ inline ReplayTimes time_replays(const ReplayGraphs& g, int iters, int sustain_ms
   // One replay of graph v (0 A, 1 B) after an L2 flush, timed by the event pair e[0], e[1] unless
   // e is null.
   auto replay = [&](int v, int fill, const cudaEvent_t* e) {
-    CK(cudaMemsetAsync(g.flush, fill & 0xff, g.flush_bytes, g.st));
+    if (g.flush_reads) {
+      // (the buffer's last 16-byte word is the sink: the reads stop short of it)
+      const size_t n = g.flush_bytes / 16 - 1;
+      l2_flush_reads<<<1024, 512, 0, g.st>>>(static_cast<const uint4*>(g.flush), n, 0xdeadbeefu,
+                                             static_cast<unsigned*>(g.flush) + 4 * n);
+      CK(cudaGetLastError());
+    } else {
+      CK(cudaMemsetAsync(g.flush, fill & 0xff, g.flush_bytes, g.st));
+    }
     if (e != nullptr) CK(cudaEventRecord(e[0], g.st));
     CK(cudaGraphLaunch(v ? g.b : g.a, g.st));
     if (e != nullptr) CK(cudaEventRecord(e[1], g.st));
