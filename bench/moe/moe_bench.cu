@@ -92,13 +92,13 @@
 // --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,
 // --hquant, --nvf8, --act-t, --act-tma, --x-pos, --early-gu, --group-warp, --hybrid-gb,
 // --hybrid-share, --f4p2, --f4p2-big, --f4p2-split, --f4p2-split-share, --defer; e.g. --ab
-// "--hybrid-min 0"; and --wg 0|1, B on the heuristic's / the warpgroup-MMA configuration instead of
-// A's, e.g. --ab
-// "--wg 1" for where the heuristic should take the warpgroup-MMA launch). Both graphs are captured
-// and their replays alternate (A B, B A, ...; each after its own L2 flush), so both see the same
-// clocks and power state; a line "ab ..." gives A's and B's medians and the median of the
-// per-replay ratios B / A (the table row is A's; --json adds ab_us and ab_ratio). Separate calls of
-// the same case differ by up to 2-5% at prefill and under NVFP4's power limit (docs/perf.md).
+// "--hybrid-min 0"; and --wg 0|1, B on the heuristic's / the warpgroup-MMA configuration instead
+// of A's, e.g. --ab "--wg 1" for where the heuristic should take the warpgroup-MMA launch). Both
+// graphs are captured and their replays alternate (A B, B A, ...; each after its own L2 flush),
+// so both see the same clocks and power state; a line "ab ..." gives A's and B's medians and the
+// median of the per-replay ratios B / A (the table row is A's; --json adds ab_us and ab_ratio).
+// Separate calls of the same case differ by up to 2-5% at prefill and under NVFP4's power limit
+// (docs/perf.md).
 // --ab-blocks N (with --ab and --sustain-ms S): N rounds of blocks instead of single replays,
 // each round A held S ms then `iters` timed replays of A, then the same for B (B first in odd
 // rounds); the "ab" line gives the medians over the rounds of the blocks' medians and of the
