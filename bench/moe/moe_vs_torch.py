@@ -2,13 +2,14 @@
 """PyTorch's grouped GEMMs on the same routing and shapes as bench/moe (moe_bench), and one table
 with both. torch path: tokens pre-sorted by expert (sorting not timed, as in the anchors), then
 torch._grouped_mm (BF16) or torch._scaled_grouped_mm (FP8 rowwise) for gate_up, SiLU*up, down.
-Timing: median of CUDA-event-timed CUDA-graph replays, L2 flushed (256 MiB write) before each.
+Timing: median of CUDA-event-timed CUDA-graph replays, L2 flushed before each: a 256 MiB write
+(--flush memset, the default) or a read of it (--flush read: clean lines, as moe_bench --flush read).
 Bytes: touched experts' weights (+ scales) and activations, same model as moe_bench; FLOP:
 2 * assignments * 3 * D * I. The rows, routings and token counts are those of --ours (moe_bench
 --json); the ids come from moe_bench's routing files routing_<shape>_<routing>_T<T>.bin (int32
 [rows, K]; EP shapes: [rows, 1] local ids, one row per (token, local expert)).
 Usage: moe_vs_torch.py --routing-dir DIR --ours ours.jsonl [--shape glm5,dsv3,glm5-tp8,...]
-                       [--iters 20] [--md table.md]
+                       [--iters 20] [--md table.md] [--flush memset|read]
 """
 import argparse
 import json
@@ -29,8 +30,8 @@ ALIASES = {"tp8": "glm5-tp8", "ep8": "glm5-ep8"}
 PEAK = 4800.0  # GB/s
 
 
-def bench_graph(torch, fn, iters):
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+def bench_graph(torch, fn, iters, flush_mode="memset"):
+    flush = torch.zeros(256 << 20, dtype=torch.uint8, device="cuda")
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         fn()
@@ -40,7 +41,10 @@ def bench_graph(torch, fn, iters):
         fn()
     ts = []
     for i in range(iters + 3):
-        flush.fill_(i & 0xFF)
+        if flush_mode == "read":  # every byte read, one value stored: the L2 left clean
+            flush.view(torch.int32).max()
+        else:
+            flush.fill_(i & 0xFF)
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         g.replay()
@@ -76,7 +80,7 @@ def measure_torch(torch, np, args, sname, routing, T, w, iters):
         return torch._grouped_mm(a, w2.transpose(-2, -1), offs=offs)
 
     try:
-        res["bf16"] = bench_graph(torch, bf16_layer, iters)
+        res["bf16"] = bench_graph(torch, bf16_layer, iters, args.flush)
     except Exception as e:  # noqa: BLE001
         print(f"torch._grouped_mm {sname} {routing} T={T}: {type(e).__name__}: {str(e)[:200]}")
     if w13f is not None:
@@ -92,7 +96,7 @@ def measure_torch(torch, np, args, sname, routing, T, w, iters):
                                             out_dtype=torch.bfloat16)
 
         try:
-            res["fp8"] = bench_graph(torch, fp8_layer, iters)
+            res["fp8"] = bench_graph(torch, fp8_layer, iters, args.flush)
         except Exception as e:  # noqa: BLE001
             print(f"torch._scaled_grouped_mm {sname} {routing} T={T}: {type(e).__name__}: "
                   f"{str(e)[:200]}")
@@ -114,6 +118,8 @@ def main():
     ap.add_argument("--time-budget", type=float, default=0,
                     help="seconds; after this, rows keep only our numbers (0: no limit)")
     ap.add_argument("--md", default="")
+    ap.add_argument("--flush", choices=("memset", "read"), default="memset",
+                    help="the L2 flush before each replay (as moe_bench --flush)")
     args = ap.parse_args()
     try:
         import numpy as np

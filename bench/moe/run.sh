@@ -14,6 +14,8 @@
 #   MOE_BENCH_TOKENS (1,4,8,32,64,128,256), MOE_BENCH_FMT (bf16,fp8,nvfp4), MOE_BENCH_SWEEP (1),
 #   MOE_BENCH_ITERS (20).
 #   MOE_SKIP_TESTS=1, MOE_SKIP_TORCH=1, MOE_TORCH_TIMEOUT (s, default 300), MOE_EXTRA_TARGETS.
+#   MOE_BENCH_FLUSH=memset|read: the L2 flush of both benchmarks (moe_bench --flush; read leaves
+#                             clean lines, docs/perf.md session 53).
 #   MOE_BENCH_SUSTAIN_MS=N: moe_bench --sustain-ms N (each case held under load N ms before it is
 #                             timed: power-limited clocks; the NVFP4 ring at T 8..64 is 12-16%
 #                             slower after ~1 s on the H200, docs/perf.md session 27).
@@ -79,6 +81,7 @@ while read -r shapes routings tokens fmts sweep iters; do
     tee -a "$out/summary.txt" | tee -a "$out/bench.log"
   $build/bin/moe_bench --shape "$shapes" --routing "$routings" --tokens "$tokens" --fmt "$fmts" \
     --sweep "${sweep:-1}" --iters "${iters:-20}" --sustain-ms "${MOE_BENCH_SUSTAIN_MS:-0}" \
+    --flush "${MOE_BENCH_FLUSH:-memset}" \
     --routing-dir $rd --json "$out/ours.$n.jsonl" \
     </dev/null >>"$out/bench.log" 2>&1 || { status=1; tail -n 5 "$out/bench.log"; }
   cat "$out/ours.$n.jsonl" >>"$out/ours.jsonl" 2>/dev/null
@@ -88,7 +91,7 @@ grep -vE "^  sweep" "$out/bench.log" | tee -a "$out/summary.txt"
 if [ "${MOE_SKIP_TORCH:-0}" != 1 ]; then
   echo "== torch $(date +%T)" | tee -a "$out/summary.txt"
   PYTHONUNBUFFERED=1 timeout "${MOE_TORCH_TIMEOUT:-300}" python3 bench/moe/moe_vs_torch.py \
-    --routing-dir $rd --ours "$out/ours.jsonl" --md "$out/table.md" \
+    --routing-dir $rd --ours "$out/ours.jsonl" --md "$out/table.md" --flush "${MOE_BENCH_FLUSH:-memset}" \
     --time-budget $(( ${MOE_TORCH_TIMEOUT:-300} - 40 )) >"$out/torch.log" 2>&1 ||
     status=1
   tail -n 80 "$out/torch.log" | tee -a "$out/summary.txt"
