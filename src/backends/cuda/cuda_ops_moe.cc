@@ -235,7 +235,7 @@ void CudaOps::moe_experts(TensorView y, ConstTensorView x, ConstTensorView ids,
       s.sorted_slot = scratch({TK}, DType::kI32).data<int32_t>();
       s.tiles = scratch({grouped_max_tiles(T, g.slots(k), g.E, 8 * l.nb), 4}, DType::kI32)
                     .data<int32_t>();
-      s.num_tiles = scratch({3}, DType::kI32).data<int32_t>();  // streaming, big-tile counts
+      s.num_tiles = scratch({3}, DType::kI32).data<int32_t>();  // streaming, big, 128-token big
       s.h = scratch({TK, g.I}, DType::kBF16).raw();
       s.out = scratch({TK, D}, DType::kF32).data<float>();
       s.slot_w = scratch({TK}, DType::kF32).data<float>();

@@ -302,6 +302,17 @@ __device__ __forceinline__ void pdl_launch_dependents() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+// A GEMM kernel's PDL at its start: wait (unless `defer`, GroupedLaunch::sibling_defer: then at
+// its end, pdl_end), and let the next grid launch.
+__device__ __forceinline__ void pdl_start(bool defer) {
+  if (!defer) pdl_wait();
+  pdl_launch_dependents();
+}
+// ... and at its end (every path out of the kernel): the deferred wait, so the grid completes only
+// after its predecessor.
+__device__ __forceinline__ void pdl_end(bool defer) {
+  if (defer) pdl_wait();
+}
 
 // Byte offset of 16-byte chunk `ch` of a staged 128-byte row `row`, XOR-swizzled over 8 rows
 // (ldmatrix conflict-free; the 128-byte-swizzle layout of wgmma's shared-memory descriptors).

@@ -524,9 +524,13 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     // GroupedLaunch::sibling_defer: a launch after the GEMM's first, with PDL, waits at its end
     // (where its kernel takes MoeGemmParams::defer_wait; the others wait first).
     const bool defer = l.sibling_defer && lw.pdl;
-    p.defer_wait = defer && !l.wgmma;
-    deferred_launches += p.defer_wait ? 1 : 0;
-    launch_moe_gemm(p, lw, stream);
+    auto launch = [&](bool deferred) {
+      p.defer_wait = deferred;
+      deferred_launches += deferred ? 1 : 0;
+      launch_moe_gemm(p, lw, stream);
+      p.defer_wait = false;
+    };
+    launch(defer && !l.wgmma);     // (with l.wgmma this launch is the GEMM's first)
     if (split_tiles != nullptr) {  // the big experts' 128-token tiles on the one-producer kernel
       p.tiles = split_tiles;
       p.num_tiles = split_num;
@@ -534,11 +538,8 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       p.narrow = false;
       if (p.act_tma)  // its activation boxes of 128 rows (P2's are 64; refused: the gather)
         p.act_tma = encode_act(p, kGroupedBigTile);
-      p.defer_wait = defer;
-      deferred_launches += p.defer_wait ? 1 : 0;
-      launch_moe_gemm(p, lw, stream);
+      launch(defer);
     }
-    p.defer_wait = false;
   };
   // The NVFP4 ring's items of two sub-blocks, per GEMM, from the expected tile count (unless the
   // launch says; the count only for launches whose kernel has them).

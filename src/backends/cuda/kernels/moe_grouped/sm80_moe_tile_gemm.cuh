@@ -61,9 +61,8 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
 template <int BM, bool GU>
 __global__ void __launch_bounds__(kThreads, 2)
     moe_tile_gemm_kernel(const __grid_constant__ MoeGemmParams p) {
-  // GroupedLaunch::pdl / hybrid_pdl (no-op otherwise); GroupedLaunch::sibling_defer: at the end.
-  if (!p.defer_wait) grouped::pdl_wait();
-  grouped::pdl_launch_dependents();
+  // GroupedLaunch::pdl / hybrid_pdl (no-op otherwise), sibling_defer (MoeGemmParams::defer_wait)
+  grouped::pdl_start(p.defer_wait);
   constexpr int WM = BM / 2;   // tokens per warp
   constexpr int MT = WM / 16;  // m16 blocks per warp
   constexpr int NT = 4;        // n8 blocks per warp (32 weight rows)
@@ -205,7 +204,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
       }
   }
-  if (p.defer_wait) grouped::pdl_wait();  // done only once the predecessor is
+  grouped::pdl_end(p.defer_wait);
 }
 
 }  // namespace moe::cuda::tile_gemm

@@ -452,11 +452,10 @@ struct WRegs {
 template <GroupedFmt F, int BN, bool GU, bool F8 = false, bool TMA = false, bool SPLIT = false>
 __global__ void __launch_bounds__(kThreads, 1)
     moe_wgmma_gemm_kernel(const __grid_constant__ MoeGemmParams p) {
-  // GroupedLaunch::pdl / hybrid_pdl (no-op otherwise); GroupedLaunch::sibling_defer: at the end
-  // (not the split-K instances: the FP8 one spilled 32 bytes more with it).
+  // GroupedLaunch::pdl / hybrid_pdl (no-op otherwise); sibling_defer not in the split-K instances
+  // (the FP8 one spilled 32 bytes more with it).
   const bool defer = !SPLIT && p.defer_wait;
-  if (!defer) grouped::pdl_wait();
-  grouped::pdl_launch_dependents();
+  grouped::pdl_start(defer);
   static_assert(!F8 || F == GroupedFmt::kFp8Block);
   static_assert(!SPLIT || (GU && BN == 256));
   static_assert(!TMA || (F8 && (BN == 256 || !GU)));
@@ -598,10 +597,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
 
   int64_t unit = blockIdx.x;
-  if (unit >= n_units) {
-    if (defer) grouped::pdl_wait();  // done only once the predecessor is
-    return;
-  }
+  if (unit >= n_units) return grouped::pdl_end(defer);
   ItemSrc<F, BN, GU, F8> cur = item_src<F, BN, GU, F8>(p, unit / S, n_blocks, tid);
   int64_t kb0, kb1;
   range(unit, kb0, kb1);
@@ -707,7 +703,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (next >= n_units) break;
     unit = next;
   }
-  if (defer) grouped::pdl_wait();
+  grouped::pdl_end(defer);
 }
 
 }  // namespace moe::cuda::wgmma_gemm

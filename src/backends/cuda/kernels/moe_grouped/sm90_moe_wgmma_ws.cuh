@@ -247,9 +247,8 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   constexpr int kProdWarps = P2 ? 8 : 4, kConsWarps = P2 ? 4 : 8;
   constexpr int kSt = P2 ? kF4P2Stages : F4 ? kF4Stages : kWsStages;
   constexpr int kRaw = P2 ? kF4P2RawStages : kF4RawStages;
-  // GroupedLaunch::pdl / hybrid_pdl (no-op otherwise); GroupedLaunch::sibling_defer: at the end.
-  if (!p.defer_wait) grouped::pdl_wait();
-  grouped::pdl_launch_dependents();
+  // GroupedLaunch::pdl / hybrid_pdl (no-op otherwise), sibling_defer (MoeGemmParams::defer_wait)
+  grouped::pdl_start(p.defer_wait);
   constexpr int BN = 256;
   // P2's stages hold its 64-token tiles' activation rows only (so 4 stages fit; its activation
   // boxes are 64 rows, encode_act_tmap).
@@ -602,8 +601,8 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
                                                     narrow ? wg : 0);
     }
   }
-  if constexpr (PAIRS) cluster_sync();    // no arrival or multicast reaches an exited CTA
-  if (p.defer_wait) grouped::pdl_wait();  // done only once the predecessor is
+  if constexpr (PAIRS) cluster_sync();  // no arrival or multicast reaches an exited CTA
+  grouped::pdl_end(p.defer_wait);
 }
 
 // NARROW (GroupedLaunch::wgmma_narrow): tiles of 64 tokens or fewer computed narrow, both consumer
