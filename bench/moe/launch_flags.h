@@ -41,6 +41,7 @@ struct LaunchOverrides {
   double hybrid_share = -1;  // --hybrid-share X (GroupedLaunch::hybrid_min_share)
   double split_share = -1;   // --f4p2-split-share X (GroupedLaunch::f4p2_split_share)
   int defer = -1;            // --defer 0|1 (GroupedLaunch::sibling_defer)
+  int early_down = -1;       // --early-down N (GroupedLaunch::early_down_max_slots)
 
   // The launch with these overrides (--hybrid-min only where moe_launch gave the launch a
   // hybrid: sm_90).
@@ -75,6 +76,7 @@ struct LaunchOverrides {
     if (hybrid_share >= 0) l.hybrid_min_share = hybrid_share;
     if (split_share >= 0) l.f4p2_split_share = split_share;
     if (defer >= 0) l.sibling_defer = defer == 1;
+    if (early_down >= 0) l.early_down_max_slots = early_down;
     return l;
   }
 };
@@ -123,7 +125,9 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
        "N >= 0 (slots from which an expert of a P2 call takes 128-token tiles; 0: no split)",
        &o->f4p2_split},
       {"--f4p2", 1 << 20,
-       "N >= 0 (slots per expert below which F4 runs on two producers; 0: never)", &o->f4p2}};
+       "N >= 0 (slots per expert below which F4 runs on two producers; 0: never)", &o->f4p2},
+      {"--early-down", 32,
+       "0..32 (slots up to which down issues weights before its wait; 0: never)", &o->early_down}};
   for (const IntFlag& f : ints) {
     if (a != f.name) continue;
     long long n = 0;

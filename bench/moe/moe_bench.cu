@@ -28,7 +28,8 @@
 //                  [--split-k 0|1] [--hquant 0|1] [--nvf8 0|1] [--act-t 0|1] [--act-tma 0|1]
 //                  [--x-pos 0|1] [--early-gu 0|1] [--group-warp 0|1] [--f4p2 N]
 //                  [--f4p2-big 0|1|2] [--f4p2-split N] [--f4p2-split-share X] [--defer 0|1]
-//                  [--sustain-ms N] [--ab "LAUNCH FLAGS"] [--ab-blocks N] [--flush memset|read]
+//                  [--early-down N] [--sustain-ms N] [--ab "LAUNCH FLAGS"] [--ab-blocks N] [--flush
+//                  memset|read]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -86,19 +87,21 @@
 // GroupedLaunch::f4p2_split_share (the split only where those experts hold this share: of the
 // hybrid's big experts' slots, of a full launch's 8-token tiles; 0: always). --defer 0|1
 // GroupedLaunch::sibling_defer (a GEMM's launches after its first wait for their predecessor at
-// their end; moe_launch's default on sm_90: 1).
+// their end; moe_launch's default on sm_90: 1). --early-down N GroupedLaunch::early_down_max_slots
+// (down's ring works out the list and issues its first weight stages before it waits for gate_up,
+// in calls of <= N slots; 0: never).
 // --ab "FLAGS": an interleaved A/B of each case (one configuration, no --sweep): A is the launch
 // of the command line, B the same plus FLAGS (launch flags only: --f8act, --r2, --two-step,
 // --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,
 // --hquant, --nvf8, --act-t, --act-tma, --x-pos, --early-gu, --group-warp, --hybrid-gb,
-// --hybrid-share, --f4p2, --f4p2-big, --f4p2-split, --f4p2-split-share, --defer; e.g. --ab
-// "--hybrid-min 0"; and --wg 0|1, B on the heuristic's / the warpgroup-MMA configuration instead
-// of A's, e.g. --ab "--wg 1" for where the heuristic should take the warpgroup-MMA launch). Both
-// graphs are captured and their replays alternate (A B, B A, ...; each after its own L2 flush),
-// so both see the same clocks and power state; a line "ab ..." gives A's and B's medians and the
-// median of the per-replay ratios B / A (the table row is A's; --json adds ab_us and ab_ratio).
-// Separate calls of the same case differ by up to 2-5% at prefill and under NVFP4's power limit
-// (docs/perf.md).
+// --hybrid-share, --f4p2, --f4p2-big, --f4p2-split, --f4p2-split-share, --defer, --early-down;
+// e.g. --ab "--hybrid-min 0"; and --wg 0|1, B on the heuristic's / the warpgroup-MMA
+// configuration instead of A's, e.g. --ab "--wg 1" for where the heuristic should take the
+// warpgroup-MMA launch). Both graphs are captured and their replays alternate (A B, B A, ...;
+// each after its own L2 flush), so both see the same clocks and power state; a line "ab ..." gives
+// A's and B's medians and the median of the per-replay ratios B / A (the table row is A's;
+// --json adds ab_us and ab_ratio). Separate calls of the same case differ by up to 2-5% at
+// prefill and under NVFP4's power limit (docs/perf.md).
 // --ab-blocks N (with --ab and --sustain-ms S): N rounds of blocks instead of single replays,
 // each round A held S ms then `iters` timed replays of A, then the same for B (B first in odd
 // rounds); the "ab" line gives the medians over the rounds of the blocks' medians and of the

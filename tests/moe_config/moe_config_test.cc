@@ -344,6 +344,7 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_FALSE(small.pdl && small.pdl_light) << moe_fmt_name(f);
     // gate_up's tile list before the wait: on (run_grouped_experts takes it where it applies).
     EXPECT_TRUE(small.early_gate_up) << moe_fmt_name(f);
+    EXPECT_EQ(small.early_down_max_slots, 16) << moe_fmt_name(f);
   }
   // 32 tokens per expert: every format takes wgmma on sm_90 (NVFP4 with two producer warpgroups
   // from 20, measured, moe_config.cc), none on sm_120; at 19 NVFP4 keeps streaming 32-token tiles

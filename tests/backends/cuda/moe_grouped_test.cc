@@ -1556,13 +1556,14 @@ TEST_F(MoeGroupedTest, GroupOneWarpIsBitIdentical) {
 }
 
 // GroupedLaunch::early_gate_up: gate_up's ring works out the tile list of <= 32 slots from the ids
-// and issues its first weight stages before griddepcontrol.wait. The same bits as with the
-// grouping kernel's list, for every ring instance (BF16 / FP8 / NVFP4 8- and 16-token tiles, the
-// NVFP4 two-step stages, items of two sub-blocks and bulk copies), at 4 to 32 slots, on a small
-// grid (several segments per warp, so the early stages cross items), with the shared expert
-// folded in (its slot last) and with bad ids (left out of both lists); above 32 slots the launch
+// and issues its first weight stages before griddepcontrol.wait; with early_down_max_slots down's
+// ring the same (with PDL after gate_up). The same bits as with the grouping kernel's list, for
+// every ring instance (BF16 / FP8 / NVFP4 8- and 16-token tiles, the NVFP4 two-step stages, items
+// of two sub-blocks and bulk copies), at 4 to 32 slots, on a small grid (several segments per
+// warp, so the early stages cross items), with the shared expert folded in (its slot last) and
+// with bad ids (left out of both lists); above 32 slots (gate_up) or the bound (down) the launch
 // does not take it.
-TEST_F(MoeGroupedTest, EarlyGateUpIsBitIdentical) {
+TEST_F(MoeGroupedTest, EarlyGateUpAndDownAreBitIdentical) {
   if (ops_->device().cc_major < 9) GTEST_SKIP() << "programmatic dependent launch needs sm_90";
   struct Case {
     Fmt f;
@@ -1607,6 +1608,18 @@ TEST_F(MoeGroupedTest, EarlyGateUpIsBitIdentical) {
         << name(c.f) << " T " << c.T << " nb " << c.l.nb;
     EXPECT_EQ(differing_floats(a, b), 0) << name(c.f) << " T " << c.T << " nb " << c.l.nb << " sms "
                                          << c.sms << " shared " << c.shared << " bad " << c.bad;
+    // down too, every call of <= 32 slots, then only those of <= 8
+    for (int bound : {32, 8}) {
+      Launch both = on;
+      both.early_down_max_slots = bound;
+      const int64_t before_down = grouped_early_down_calls();
+      const Tensor d = check(c.f, c.T, 512, 256, 8, 4, Routing::kRandom, both);
+      EXPECT_EQ(grouped_early_down_calls() - before_down, slots <= bound ? 1 : 0)
+          << name(c.f) << " T " << c.T << " nb " << c.l.nb << " bound " << bound;
+      EXPECT_EQ(differing_floats(a, d), 0)
+          << "early down, bound " << bound << ": " << name(c.f) << " T " << c.T << " nb " << c.l.nb
+          << " sms " << c.sms << " shared " << c.shared << " bad " << c.bad;
+    }
   }
   sm_override_ = 0;
   shared_ = 0;

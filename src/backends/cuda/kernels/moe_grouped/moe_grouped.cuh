@@ -68,12 +68,13 @@ struct Item {
   int vs;                 // uint4s from a lane's v-th activation load to its next (act_t: 4)
 };
 
-// GroupedLaunch::early_gate_up: the tile list of a call of <= 32 slots as moe_group_kernel builds
-// it (experts in increasing id order, ceil(count / tile tokens) tiles each; no big tiles, no pair
-// units: run_grouped_experts checks), worked out by one warp from the routing ids alone, so it
-// can be read before griddepcontrol.wait. Lane s holds slot s's expert; the first lane of each
-// expert (its leader) holds the expert's first tile and tile count. The same computation as
-// group_one_warp's (moe_group_kernels.cuh), which also places the slots: change both together.
+// GroupedLaunch::early_gate_up (and early_down_max_slots): the tile list of a call of <= 32 slots
+// as moe_group_kernel builds it (experts in increasing id order, ceil(count / tile tokens) tiles
+// each; no big tiles, no pair units: run_grouped_experts checks), worked out by one warp from the
+// routing ids alone, so it can be read before griddepcontrol.wait. Lane s holds slot s's expert;
+// the first lane of each expert (its leader) holds the expert's first tile and tile count. The same
+// computation as group_one_warp's (moe_group_kernels.cuh), which also places the slots: change both
+// together.
 struct EarlyTiles {
   int ee = -1, first = 0, nt = 0, n = 0;  // n: tiles of the call (= *num_tiles)
   // Expert of tile q < n (every lane of the warp calls it).
@@ -459,9 +460,9 @@ template <GroupedFmt F, int NB, bool GU, bool BULK = false, int R = 1, int SPS =
           bool DYN = false>
 __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
     moe_gemm_pipe_kernel(const __grid_constant__ MoeGemmParams p) {
-  // GroupedLaunch::early_gate_up: the tile list from the routing ids, and the first weight stages
-  // issued, before the wait (below); otherwise the wait comes first.
-  const bool early = GU && !DYN && p.early_ids != nullptr;
+  // GroupedLaunch::early_gate_up / early_down_max_slots: the tile list from the routing ids, and
+  // the first weight stages issued, before the wait (below); otherwise the wait comes first.
+  const bool early = !DYN && p.early_ids != nullptr;
   bool pre = early;  // before the wait: the list is et's (then `tiles`, so et is dead in the loop)
   EarlyTiles et;
   if (early) {
@@ -640,7 +641,8 @@ __global__ void __launch_bounds__(kGemmMaxThreads, NB <= 2 ? 2 : 1)
   };
 #pragma unroll
   for (int gr = 0; gr < kGroups - 1; ++gr) issue_group(gr * kB);
-  if (early) {  // the positions, activations and stream-K counters come from the grouping kernel
+  // Positions, activations (down: h) and stream-K counters come from the kernels before.
+  if (early) {
     grouped::pdl_wait();
     grouped::pdl_launch_dependents();
     pre = false;

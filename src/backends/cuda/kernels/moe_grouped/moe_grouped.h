@@ -256,6 +256,14 @@ struct GroupedLaunch {
   // griddepcontrol.wait, so they load while the grouping kernel runs (weights need nothing of it;
   // the activations and positions are read after the wait, as always). Same bits either way.
   bool early_gate_up = false;
+  // ... and down the same way, where gate_up takes early_gate_up and the call has at most this
+  // many slots (0: never): down goes out with PDL after gate_up, works out the list from the ids
+  // and issues its first weight stages before it waits, so they load in gate_up's tail instead
+  // of after it. The ids are complete by then (gate_up's CTAs all passed their wait for the
+  // grouping kernel before down could start); h, positions and routing weights are read after the
+  // wait. Same bits. moe_launch sets it (moe_config.cc says where it was measured);
+  // moe_bench --early-down N.
+  int early_down_max_slots = 0;
   // NVFP4 computed in FP8 (nvfp4_f8) on the full warpgroup-MMA launch: two producer warpgroups
   // dequantize for one consumer warpgroup (moe_wgmma_f4p2_kernel, "P2") on 64-token tiles, where a
   // call has fewer than this many slots per expert (T * K < f4p2_max_mean * E; 0: never). Twice the
@@ -446,8 +454,8 @@ struct MoeGemmParams {
   // GroupedLaunch::ring_dynamic: the counter the ring's warps claim chunks from (zero at launch;
   // null: fixed shares).
   int32_t* sk_claim = nullptr;
-  // GroupedLaunch::early_gate_up (gate_up on the ring only): the routing ids of the grouping
-  // (MoeGroupParams::ids, ids_stride, E, shared) for the tile list a warp works out before
+  // GroupedLaunch::early_gate_up / early_down_max_slots (the ring only): the routing ids of the
+  // grouping (MoeGroupParams::ids, ids_stride, E, shared) for the tile list a warp works out before
   // griddepcontrol.wait; early_slots = T * K <= 32 and early_tile_tokens the list's tile size.
   // null: the list is read after the wait.
   const int32_t* early_ids = nullptr;
@@ -674,6 +682,8 @@ int64_t grouped_deferred_launches();
 // This process's calls whose gate_up got the ids for its own tile list (GroupedLaunch::
 // early_gate_up). For the tests.
 int64_t grouped_early_gate_up_calls();
+// Calls whose down took the early list (GroupedLaunch::early_down_max_slots).
+int64_t grouped_early_down_calls();
 // The tc GEMM (called by launch_moe_gemm when l.tc): BF16, Kd % 64 == 0, N % 64 (gate_up) or
 // N % 128 (down) == 0, 16-byte aligned activations, weights and outputs.
 void launch_moe_tile_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream);

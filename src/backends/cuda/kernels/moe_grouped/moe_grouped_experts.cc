@@ -241,6 +241,7 @@ bool encode_act_tmap(const void* base, int64_t rows, int64_t cols, int box_rows,
 // grouped_x_pos_counts
 std::atomic<int64_t> x_pos_calls{0}, x_pos_copies{0}, f4_down_tma_calls{0};
 std::atomic<int64_t> early_gate_up_calls{0};  // grouped_early_gate_up_calls
+std::atomic<int64_t> early_down_calls{0};     // grouped_early_down_calls
 std::atomic<int64_t> f4p2_calls{0};           // grouped_f4p2_calls
 std::atomic<int64_t> f4p2_split_calls{0};     // grouped_f4p2_split_calls
 std::atomic<int64_t> deferred_launches{0};    // grouped_deferred_launches
@@ -250,6 +251,7 @@ GroupedXPosCounts grouped_x_pos_counts() {
   return {x_pos_calls.load(), x_pos_copies.load(), f4_down_tma_calls.load()};
 }
 int64_t grouped_early_gate_up_calls() { return early_gate_up_calls.load(); }
+int64_t grouped_early_down_calls() { return early_down_calls.load(); }
 int64_t grouped_f4p2_calls() { return f4p2_calls.load(); }
 int64_t grouped_f4p2_split_calls() { return f4p2_split_calls.load(); }
 int64_t grouped_deferred_launches() { return deferred_launches.load(); }
@@ -603,6 +605,19 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   p2.out = s.out;
   p2.out_bf16 = grouped_out_bf16(l);
   if (ld.pipe_r2 != 1 && dyn_for(ge.D, ge.I, 32)) p2.sk_claim = s.sk_counters + 2 * sk.warps + 1;
+  // GroupedLaunch::early_down_max_slots: down on the ring (fixed shares) the same way, with PDL
+  // after gate_up, where gate_up took the early list (no big tiles: gate_up is down's predecessor).
+  if (p1.early_ids != nullptr && T * KS <= l.early_down_max_slots && l.pipelined && !hybrid &&
+      p2.sk_claim == nullptr) {
+    p2.early_ids = p1.early_ids;
+    p2.early_ids_stride = p1.early_ids_stride;
+    p2.early_E = p1.early_E;
+    p2.early_shared = p1.early_shared;
+    p2.early_slots = p1.early_slots;
+    p2.early_tile_tokens = p1.early_tile_tokens;
+    ld.pdl = true;
+    ++early_down_calls;
+  }
   gemm(p2, ld, sk.warps > 0 ? s.sk_counters + sk.warps : nullptr);
 
   launch_moe_combine(y, y_stride, s.out, p2.out_bf16, ids, ids_stride, T, ge.D, KS, ge.E, ge.shared,
