@@ -21,7 +21,8 @@ int MoeKernelConfig::regs_per_thread(GroupedFmt f) const {
   if (pipelined && nb != 8) {   // moe_gemm_pipe_kernel (moe_launch streams 64-token tiles)
     switch (f) {
       case GroupedFmt::kBf16:
-        return nb <= 1 ? 96 : nb == 2 ? 120 : 168;  // nb 4: 162 since MoeGemmParams' act_tmap
+        // nb 4: 162 since MoeGemmParams' act_tmap; nb 1: 101 since the batched stream-K fix-up
+        return nb <= 1 ? 104 : nb == 2 ? 120 : 168;
       case GroupedFmt::kFp8Block:
         return nb <= 1 ? 120 : nb == 2 ? 128 : 184;
       case GroupedFmt::kNvfp4:

@@ -386,19 +386,56 @@ __device__ __forceinline__ void add_partials(const MoeGemmParams& p, const Item<
   arrived = __shfl_sync(0xffffffffu, arrived, 0);
   if (arrived != v1 - v0) return;  // not the last contributor
   __threadfence();
+  // The others' partial sums, added in contributor order. In kernels of one-column tiles and one
+  // sub-block (NBS, R) four contributors' loads are in flight at a time: one at a time, the L2
+  // round trips of an item split 12 ways (TP8 T 1's gate_up) were in series. Elsewhere one at a
+  // time: four put 4-24 bytes of spills into instances at the 128-register bound.
+  constexpr int kBatch = NBS == 1 && R == 1 ? 4 : 1;
 #pragma unroll
   for (int rr = 0; rr < R; ++rr) {
     float sum[2][NB][4] = {};
-    for (int v = v0; v <= v1; ++v) {
-      const float* src = slot_of(v);
+    if constexpr (kBatch == 1) {
+      for (int v = v0; v <= v1; ++v) {
+        const float* src = slot_of(v);
 #pragma unroll
-      for (int t = 0; t < 2; ++t)
+        for (int t = 0; t < 2; ++t)
 #pragma unroll
-        for (int nb = 0; nb < NB; ++nb)
+          for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
-          for (int r = 0; r < 4; ++r)
-            sum[t][nb][r] += v == self ? acc[rr][t][nb][r]
-                                       : __ldcg(src + (((rr * 2 + t) * NB + nb) * 4 + r) * 32);
+            for (int r = 0; r < 4; ++r)
+              sum[t][nb][r] += v == self ? acc[rr][t][nb][r]
+                                         : __ldcg(src + (((rr * 2 + t) * NB + nb) * 4 + r) * 32);
+      }
+    } else {
+      for (int vb = v0; vb <= v1; vb += kBatch) {
+        float part[kBatch][2][NB][4];
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int v = vb + j;
+          const bool load = v <= v1 && v != self;
+          const float* src = load ? slot_of(v) : nullptr;
+#pragma unroll
+          for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+              for (int r = 0; r < 4; ++r)
+                part[j][t][nb][r] =
+                    load ? __ldcg(src + (((rr * 2 + t) * NB + nb) * 4 + r) * 32) : 0.f;
+        }
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int v = vb + j;
+          if (v > v1) break;
+#pragma unroll
+          for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+              for (int r = 0; r < 4; ++r)
+                sum[t][nb][r] += v == self ? acc[rr][t][nb][r] : part[j][t][nb][r];
+        }
+      }
     }
     epilogue<F, NB, GU>(p, sub_item<NB, GU>(it, rr), sum, g, c);
   }
