@@ -369,16 +369,20 @@ __device__ __forceinline__ void add_partials(const MoeGemmParams& p, const Item<
                                              float (&acc)[R][2][NB][4], SlotOf&& slot_of, int self,
                                              int v0, int v1, int32_t* counter, int lane, int g,
                                              int c) {
-  float* mine = slot_of(self);
-#pragma unroll
-  for (int rr = 0; rr < R; ++rr)
+  // f(t, nb, r) over one sub-block's accumulators; at: their offset in a slot (sub-block rr).
+  auto each = [](auto&& f) {
 #pragma unroll
     for (int t = 0; t < 2; ++t)
 #pragma unroll
       for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
-        for (int r = 0; r < 4; ++r)
-          mine[(((rr * 2 + t) * NB + nb) * 4 + r) * 32] = acc[rr][t][nb][r];
+        for (int r = 0; r < 4; ++r) f(t, nb, r);
+  };
+  auto at = [](int rr, int t, int nb, int r) { return (((rr * 2 + t) * NB + nb) * 4 + r) * 32; };
+  float* mine = slot_of(self);
+#pragma unroll
+  for (int rr = 0; rr < R; ++rr)
+    each([&](int t, int nb, int r) { mine[at(rr, t, nb, r)] = acc[rr][t][nb][r]; });
   __threadfence();
   __syncwarp();
   int arrived = 0;
@@ -397,14 +401,9 @@ __device__ __forceinline__ void add_partials(const MoeGemmParams& p, const Item<
     if constexpr (kBatch == 1) {
       for (int v = v0; v <= v1; ++v) {
         const float* src = slot_of(v);
-#pragma unroll
-        for (int t = 0; t < 2; ++t)
-#pragma unroll
-          for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-            for (int r = 0; r < 4; ++r)
-              sum[t][nb][r] += v == self ? acc[rr][t][nb][r]
-                                         : __ldcg(src + (((rr * 2 + t) * NB + nb) * 4 + r) * 32);
+        each([&](int t, int nb, int r) {
+          sum[t][nb][r] += v == self ? acc[rr][t][nb][r] : __ldcg(src + at(rr, t, nb, r));
+        });
       }
     } else {
       for (int vb = v0; vb <= v1; vb += kBatch) {
@@ -414,26 +413,17 @@ __device__ __forceinline__ void add_partials(const MoeGemmParams& p, const Item<
           const int v = vb + j;
           const bool load = v <= v1 && v != self;
           const float* src = load ? slot_of(v) : nullptr;
-#pragma unroll
-          for (int t = 0; t < 2; ++t)
-#pragma unroll
-            for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-              for (int r = 0; r < 4; ++r)
-                part[j][t][nb][r] =
-                    load ? __ldcg(src + (((rr * 2 + t) * NB + nb) * 4 + r) * 32) : 0.f;
+          each([&](int t, int nb, int r) {
+            part[j][t][nb][r] = load ? __ldcg(src + at(rr, t, nb, r)) : 0.f;
+          });
         }
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) {
           const int v = vb + j;
           if (v > v1) break;
-#pragma unroll
-          for (int t = 0; t < 2; ++t)
-#pragma unroll
-            for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-              for (int r = 0; r < 4; ++r)
-                sum[t][nb][r] += v == self ? acc[rr][t][nb][r] : part[j][t][nb][r];
+          each([&](int t, int nb, int r) {
+            sum[t][nb][r] += v == self ? acc[rr][t][nb][r] : part[j][t][nb][r];
+          });
         }
       }
     }
