@@ -4,13 +4,9 @@
 # build-run/s54/fb's with --wip 0 (the fix-up of before: f898ce2's kernels), alternated 3 times,
 # TP8 / EP8 / glm5 T 1 / 2 / 4, read flush. Logs: $OUT/gpu-test.out, $OUT/check2.log.
 set -u
-o=${OUT:-/tmp/out}
-mkdir -p "$o"
-MOE_GPU_TARGETS="cuda_ops_tests cuda_model_tests moe_grouped_tests moengine moe_bench" \
-  bash scripts/gpu-test.sh >"$o/gpu-test.out" 2>&1
-echo "gpu-test.sh rc=$?" >>"$o/summary.txt"
 LOG=check2
-source "$(dirname "$0")/device-run.sh"  # $L, run
+source "$(dirname "$0")/device-run.sh"  # $o, $L, run, gpu_test
+gpu_test
 A="--flush read --fmt nvfp4,fp8,bf16 --shape glm5-tp8,glm5-ep8,glm5 --tokens 1,2,4 --iters 60"
 for i in 1 2 3; do
   TMO=30 run "new-$i" build-gpu/bin/moe_bench $A

@@ -13,3 +13,10 @@ run() {
   echo "== $tag $(date +%T): $*" >>"$L"
   timeout "${TMO:-90}" "$@" 2>&1 | grep -v "^device\|^shape\|^fp8 emul" | tail -n "${TAIL:-200}" >>"$L"
 }
+# gpu_test: scripts/gpu-test.sh on the tree with the usual targets, its output in $o/gpu-test.out
+# and its status in $o/summary.txt (session 54 on).
+gpu_test() {
+  MOE_GPU_TARGETS="cuda_ops_tests cuda_model_tests moe_grouped_tests moengine moe_bench" \
+    bash scripts/gpu-test.sh >"$o/gpu-test.out" 2>&1
+  echo "gpu-test.sh rc=$?" >>"$o/summary.txt"
+}
