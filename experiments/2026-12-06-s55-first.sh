@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The next session's first call (carry [".deps"]; ~320 s, ~520 s on an H200): scripts/gpu-test.sh
+# The next session's first call (carry [".deps"]; ~350 s, ~550 s on an H200): scripts/gpu-test.sh
 # on the tree (432409b, the stream-K fix-up's batched loads, has not run on a GPU), then on an H200
 # only experiments/2026-12-06-s54-h200.sh with the device build's moe_bench. Then (any GPU, ~30 s)
-# the NVFP4 ring at T 1..4 with 12 warps per SM (the heuristic's, set on the H200 in session 36) against
-# 16 (--ctas 4), alternated 3 times (session 54's ncu: glm5 NVFP4 T 1's GEMMs run 12 per SM with
-# their SMs idle 14-20% of the time; T 8's 16 reach 84-88% of DRAM peak).
+# the NVFP4 ring at T 1..4 with 12 warps per SM (the heuristic's, set on the H200 in session 36)
+# against 16 (--ctas 4), alternated 3 times (session 54's ncu: glm5 NVFP4 T 1's GEMMs run 12 per
+# SM with their SMs idle 14-20% of the time; T 8's 16 reach 84-88% of DRAM peak).
 set -u
 LOG=first
 source "$(dirname "$0")/device-run.sh"  # $o, $L, gpu_test
