@@ -248,7 +248,7 @@ struct GroupedLaunch {
   // gate_up after the grouping kernel and the combine after down go out with programmatic
   // stream serialization even where `pdl` is off; down after gate_up does not (its CTAs, placed
   // early, would take shared memory and SM slots from gate_up's rings: why `pdl` costs NVFP4 and
-  // BF16, session 20). Same bits either way.
+  // BF16, session 20), except where early_down_max_slots gives it PDL. Same bits either way.
   bool pdl_light = false;
   // gate_up on the cp.async ring (fixed stream-K shares) with PDL after the grouping kernel, at
   // most 32 slots (T * K): each warp works out the call's tile list from the routing ids itself
