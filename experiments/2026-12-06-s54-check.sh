@@ -4,14 +4,10 @@
 # device build's moe_bench, both orders, at T 1..4 (uniform / zipf1 / hot8, memset and read
 # flush). Logs: $OUT/gpu-test.out, $OUT/check.log.
 set -u
-o=${OUT:-/tmp/out}
-mkdir -p "$o"
-MOE_GPU_TARGETS="cuda_ops_tests cuda_model_tests moe_grouped_tests moengine moe_bench" \
-  bash scripts/gpu-test.sh >"$o/gpu-test.out" 2>&1
-echo "gpu-test.sh rc=$?" >>"$o/summary.txt"
-D=build-gpu/bin
 LOG=check
-source "$(dirname "$0")/device-run.sh"  # $L, run
+source "$(dirname "$0")/device-run.sh"  # $o, $L, run, gpu_test
+gpu_test
+D=build-gpu/bin
 R="--routing uniform,zipf1,hot8"
 S="--shape glm5,dsv3,glm5-tp8,glm5-ep8"
 for fl in memset read; do

@@ -28,8 +28,8 @@
 //                  [--split-k 0|1] [--hquant 0|1] [--nvf8 0|1] [--act-t 0|1] [--act-tma 0|1]
 //                  [--x-pos 0|1] [--early-gu 0|1] [--group-warp 0|1] [--f4p2 N]
 //                  [--f4p2-big 0|1|2] [--f4p2-split N] [--f4p2-split-share X] [--defer 0|1]
-//                  [--early-down N] [--sustain-ms N] [--ab "LAUNCH FLAGS"] [--ab-blocks N] [--flush
-//                  memset|read]
+//                  [--early-down N] [--sustain-ms N] [--ab "LAUNCH FLAGS"] [--ab-blocks N]
+//                  [--flush memset|read]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,

@@ -585,13 +585,16 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // GroupedLaunch::early_gate_up: the ring kernel works the list out from the ids where one warp
   // can (warp_list) and gate_up waits for the grouping by PDL. The register-streaming kernel and
   // the ring's dynamic instance ignore it.
+  auto give_early_list = [&](MoeGemmParams& p) {
+    p.early_ids = ids;
+    p.early_ids_stride = ids_stride;
+    p.early_E = static_cast<int>(ge.E);
+    p.early_shared = ge.shared;
+    p.early_slots = static_cast<int>(T * KS);
+    p.early_tile_tokens = gp.tile_tokens;
+  };
   if (l.early_gate_up && lg.pdl && !l.wgmma && warp_list) {
-    p1.early_ids = ids;
-    p1.early_ids_stride = ids_stride;
-    p1.early_E = static_cast<int>(ge.E);
-    p1.early_shared = ge.shared;
-    p1.early_slots = static_cast<int>(T * KS);
-    p1.early_tile_tokens = gp.tile_tokens;
+    give_early_list(p1);
     ++early_gate_up_calls;
   }
   gemm(p1, lg, s.sk_counters);
@@ -609,12 +612,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // after gate_up, where gate_up took the early list (no big tiles: gate_up is down's predecessor).
   if (p1.early_ids != nullptr && T * KS <= l.early_down_max_slots && l.pipelined && !hybrid &&
       p2.sk_claim == nullptr) {
-    p2.early_ids = p1.early_ids;
-    p2.early_ids_stride = p1.early_ids_stride;
-    p2.early_E = p1.early_E;
-    p2.early_shared = p1.early_shared;
-    p2.early_slots = p1.early_slots;
-    p2.early_tile_tokens = p1.early_tile_tokens;
+    give_early_list(p2);
     ld.pdl = true;
     ++early_down_calls;
   }
