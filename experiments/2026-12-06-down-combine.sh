@@ -10,8 +10,8 @@
 # --down-combine 32 against 0 (tags 8: blocks counted in after each item, 9: --down-combine-end 1,
 # at the end of each warp's items; interleaved, both orders, read flush; B/A < 1: B faster) on
 # glm5 / dsv3 / TP8 / EP8, every format, T 1..4, then the bounds (`--wip 1` no combine launch, 2
-# gate_up's wait for the grouping at its end). Logs: $OUT/dc.log, bounds.log (tabulate: off/on of
-# each cell from the "ab" lines, as in docs/perf.md). If the fused combine wins: apply the patch,
+# gate_up's wait for the grouping at its end). Logs: $OUT/dc.log, bounds.log (tables:
+# experiments/abtab.py LOG, each variant's speed-up per cell). If the fused combine wins: apply the patch,
 # set moe_launch's default, run scripts/gpu-test.sh (its moe lane runs DownCombine under both
 # sanitizers).
 set -u
