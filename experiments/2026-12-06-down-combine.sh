@@ -10,7 +10,8 @@
 # --down-combine 32 against 0 (tags 8: blocks counted in after each item, 9: --down-combine-end 1,
 # at the end of each warp's items; interleaved, both orders, read flush; B/A < 1: B faster) on
 # glm5 / dsv3 / TP8 / EP8, every format, T 1..4, then the bounds (`--wip 1` no combine launch, 2
-# gate_up's wait for the grouping at its end). Logs: $OUT/dc.log, bounds.log (tables:
+# gate_up's wait for the grouping at its end) and `--wip 16` (the early tile list summed over the
+# experts' leader lanes only, not all 32 lanes: a real change, same bits by construction). Logs: $OUT/dc.log, bounds.log (tables:
 # experiments/abtab.py LOG, each variant's speed-up per cell). If the fused combine wins: apply the patch,
 # set moe_launch's default, run scripts/gpu-test.sh (its moe lane runs DownCombine under both
 # sanitizers).
@@ -29,7 +30,7 @@ done
 echo "== done $(date +%T)" >>"$L"
 D=build-run/s55/bounds
 L=$o/bounds.log
-for w in 1 2; do
+for w in 1 2 16; do
   TAIL=400 TMO=40 run "on-off-$w" $D/moe_bench --flush read --fmt nvfp4,fp8,bf16 $S --tokens 1,2,3,4 --iters 60 --wip $w --ab "--wip 0"
   TAIL=400 TMO=40 run "off-on-$w" $D/moe_bench --flush read --fmt nvfp4,fp8,bf16 $S --tokens 1,2,3,4 --iters 60 --wip 0 --ab "--wip $w"
 done
