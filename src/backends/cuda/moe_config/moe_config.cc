@@ -457,10 +457,10 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // ... and down's ring the same way after gate_up, up to 16 slots. NOTE: measured on an H100
   // (docs/perf.md, 2026-12-06 session 54; the experiment's --wip-early-down 1, i.e. --early-down
   // 32, against 0, interleaved, both orders, memset and read flush, uniform / zipf1 / hot8; the
-  // landed 16 against 0 alike): TP8 T 1 / 2 5-9% / 1-7% faster in
-  // every format (uniform T 1, read flush: NVFP4 31.6 -> 29.0 us, FP8 34.6 -> 31.9, BF16 45.8 ->
-  // 42.9), EP8 zipf1 T 1 BF16 / FP8 5%, NVFP4 glm5 / dsv3 T 1 / 2 0.5-3%, the rest level; at 24 /
-  // 32 slots TP8 NVFP4 uniform / zipf1 lost up to 6% (hot8 won 6-7%): not there.
+  // landed 16 against 0 alike): TP8 T 1 / 2 5-9% / 1-7% faster in every format (uniform T 1,
+  // read flush: NVFP4 31.6 -> 29.0 us, FP8 34.6 -> 31.9, BF16 45.8 -> 42.9), EP8 zipf1 T 1 BF16 /
+  // FP8 5%, NVFP4 glm5 / dsv3 T 1 / 2 0.5-3%, the rest level; at 24 / 32 slots TP8 NVFP4 uniform /
+  // zipf1 lost up to 6% (hot8 won 6-7%): not there.
   l.early_down_max_slots = 16;
   return l;
 }
