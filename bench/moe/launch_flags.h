@@ -42,6 +42,7 @@ struct LaunchOverrides {
   double split_share = -1;   // --f4p2-split-share X (GroupedLaunch::f4p2_split_share)
   int defer = -1;            // --defer 0|1 (GroupedLaunch::sibling_defer)
   int early_down = -1;       // --early-down N (GroupedLaunch::early_down_max_slots)
+  int group_yield = -1;      // --group-yield 0|1 (GroupedLaunch::group_yields)
 
   // The launch with these overrides (--hybrid-min only where moe_launch gave the launch a
   // hybrid: sm_90).
@@ -77,6 +78,7 @@ struct LaunchOverrides {
     if (split_share >= 0) l.f4p2_split_share = split_share;
     if (defer >= 0) l.sibling_defer = defer == 1;
     if (early_down >= 0) l.early_down_max_slots = early_down;
+    if (group_yield >= 0) l.group_yields = group_yield == 1;
     return l;
   }
 };
@@ -153,27 +155,28 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
                           &o->split_share)
                ? 1
                : -1;
-  int* flag01 = a == "--f8act"        ? &o->f8act
-                : a == "--r2"         ? &o->r2
-                : a == "--two-step"   ? &o->two_step
-                : a == "--tma"        ? &o->tma
-                : a == "--ws"         ? &o->ws
-                : a == "--pairs"      ? &o->pairs
-                : a == "--narrow"     ? &o->narrow
-                : a == "--pdl"        ? &o->pdl
-                : a == "--hybrid-pdl" ? &o->hybrid_pdl
-                : a == "--pdl-light"  ? &o->pdl_light
-                : a == "--split-k"    ? &o->split_k
-                : a == "--hquant"     ? &o->hquant
-                : a == "--nvf8"       ? &o->nvf8
-                : a == "--act-t"      ? &o->act_t
-                : a == "--dyn"        ? &o->dyn
-                : a == "--act-tma"    ? &o->down_act_tma
-                : a == "--x-pos"      ? &o->x_pos
-                : a == "--early-gu"   ? &o->early_gu
-                : a == "--group-warp" ? &o->group_warp
-                : a == "--defer"      ? &o->defer
-                                      : nullptr;
+  int* flag01 = a == "--f8act"         ? &o->f8act
+                : a == "--r2"          ? &o->r2
+                : a == "--two-step"    ? &o->two_step
+                : a == "--tma"         ? &o->tma
+                : a == "--ws"          ? &o->ws
+                : a == "--pairs"       ? &o->pairs
+                : a == "--narrow"      ? &o->narrow
+                : a == "--pdl"         ? &o->pdl
+                : a == "--hybrid-pdl"  ? &o->hybrid_pdl
+                : a == "--pdl-light"   ? &o->pdl_light
+                : a == "--split-k"     ? &o->split_k
+                : a == "--hquant"      ? &o->hquant
+                : a == "--nvf8"        ? &o->nvf8
+                : a == "--act-t"       ? &o->act_t
+                : a == "--dyn"         ? &o->dyn
+                : a == "--act-tma"     ? &o->down_act_tma
+                : a == "--x-pos"       ? &o->x_pos
+                : a == "--early-gu"    ? &o->early_gu
+                : a == "--group-warp"  ? &o->group_warp
+                : a == "--defer"       ? &o->defer
+                : a == "--group-yield" ? &o->group_yield
+                                       : nullptr;
   if (flag01 == nullptr) return 0;
   if (v != "0" && v != "1") {
     std::fprintf(stderr, "%s %s: expected 0 or 1\n", a.c_str(), v.c_str());

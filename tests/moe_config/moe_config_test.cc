@@ -345,6 +345,10 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     // gate_up's tile list before the wait: on (run_grouped_experts takes it where it applies).
     EXPECT_TRUE(small.early_gate_up) << moe_fmt_name(f);
     EXPECT_EQ(small.early_down_max_slots, 16) << moe_fmt_name(f);
+    // The grouping yields its SMs to gate_up's NVFP4 ring where gate_up has PDL after it.
+    EXPECT_EQ(small.group_yields, nvfp4) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, sm90, f, 5).group_yields) << moe_fmt_name(f);
+    EXPECT_FALSE(moe_launch(d, limits(232448, 132), f, 1).group_yields) << moe_fmt_name(f);
   }
   // 32 tokens per expert: every format takes wgmma on sm_90 (NVFP4 with two producer warpgroups
   // from 20, measured, moe_config.cc), none on sm_120; at 19 NVFP4 keeps streaming 32-token tiles

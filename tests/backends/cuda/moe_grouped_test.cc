@@ -1627,6 +1627,28 @@ TEST_F(MoeGroupedTest, EarlyGateUpAndDownAreBitIdentical) {
   prepare_ = false;
 }
 
+// GroupedLaunch::group_yields (gate_up launched when the grouping's blocks exit, the grouping's
+// carveout sized for the ring's CTAs) changes where CTAs run, not what they compute: the same bits
+// as without, for every ring format, with and without the early lists.
+TEST_F(MoeGroupedTest, GroupingPlacementIsBitIdentical) {
+  if (ops_->device().cc_major < 9) GTEST_SKIP() << "programmatic dependent launch needs sm_90";
+  prepare_ = true;
+  for (Fmt f : kFmts)
+    for (int64_t T : {1, 3, 8, 40}) {
+      Launch off{.nb = 1, .pipelined = true};
+      off.pdl_light = true;
+      off.early_gate_up = true;
+      off.early_down_max_slots = 16;
+      off.cc = ops_->device().cc_major * 10 + ops_->device().cc_minor;
+      const Tensor a = check(f, T, 512, 256, 8, 4, Routing::kRandom, off);
+      Launch on = off;
+      on.group_yields = true;
+      const Tensor b = check(f, T, 512, 256, 8, 4, Routing::kRandom, on);
+      EXPECT_EQ(differing_floats(a, b), 0) << name(f) << " T " << T;
+    }
+  prepare_ = false;
+}
+
 // Programmatic dependent launch (GroupedLaunch::pdl; the heuristic sets it for FP8 on sm_90):
 // every kernel of a call waits for its predecessor before it touches memory, so the results are
 // the same bits as without it, for every kernel family: register streaming, the ring with

@@ -462,6 +462,15 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // FP8 5%, NVFP4 glm5 / dsv3 T 1 / 2 0.5-3%, the rest level; at 24 / 32 slots TP8 NVFP4 uniform /
   // zipf1 lost up to 6% (hot8 won 6-7%): not there.
   l.early_down_max_slots = 16;
+  // The grouping yields its SMs to gate_up's ring (no early trigger, a carveout for the ring's
+  // CTAs) where gate_up has PDL after it and is the NVFP4 ring (pdl_light: NVFP4 T <= 4). NOTE:
+  // measured on an H100 (docs/perf.md, 2026-12-06 session 56; experiments/2026-12-06-group-
+  // placement.sh, interleaved, both orders, read flush, T 1..4 / 8 / 64): NVFP4 T 1..4 up to 12%
+  // faster (TP8 T 1 / 3 / 4 1.116 / 1.068 / 1.042, EP8 T 1 1.058, glm5 T 1 / 3 / 4 1.02-1.03,
+  // dsv3 1.00-1.03; the worst cell 0.998); the no-launch bound of the grouping (session 56's
+  // --wip 4) was 1.03-1.24 there. The late trigger alone cost the FP8 / BF16 rings up to 4% (TP8
+  // FP8 T 1), the carveout alone was level: not there.
+  l.group_yields = l.pdl_light && f == GroupedFmt::kNvfp4;
   return l;
 }
 

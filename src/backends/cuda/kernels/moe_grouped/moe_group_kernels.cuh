@@ -188,7 +188,7 @@ __device__ __forceinline__ void group_one_warp(const MoeGroupParams& p) {
 __global__ void __launch_bounds__(kGroupThreads)
     moe_group_kernel(const __grid_constant__ MoeGroupParams p) {
   grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
-  grouped::pdl_launch_dependents();
+  if (!p.late_trigger) grouped::pdl_launch_dependents();
   if (blockIdx.x == 0 && p.one_warp) {
     if (threadIdx.x < 32) group_one_warp(p);
     return;

@@ -204,7 +204,7 @@ void launch_nvfp4_pack_scales(uint8_t* dst, const uint8_t* src, int64_t N, int64
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/nvfp4_pack_scales");
 }
 
-void launch_moe_group(const MoeGroupParams& p, Stream stream, bool pdl) {
+void launch_moe_group(const MoeGroupParams& p, Stream stream, bool pdl, int64_t ring_smem) {
   MOE_CHECK(p.E >= 1 && p.E <= kMaxGroupedExperts && p.E <= grouped::kGroupThreads)
       << "moe_group: " << p.E << " experts (supported: 1.." << kMaxGroupedExperts << ")";
   MOE_CHECK(p.zero_count == 0 || p.zero != nullptr) << "moe_group: zero_count without a buffer";
@@ -247,8 +247,22 @@ void launch_moe_group(const MoeGroupParams& p, Stream stream, bool pdl) {
              stream, pdl, q);
     MOE_CUDA_CHECK_LAUNCH("moe_grouped/group_count");
   }
-  launch_k(grouped::moe_group_kernel, dim3(static_cast<unsigned>(1 + conv_blocks)),
-           dim3(grouped::kGroupThreads), 0, stream, pdl, q);
+  // GroupedLaunch::group_yields: a carveout (percent of the SM's most, rounded up to a size the
+  // SM has) that holds one block of this kernel beside the ring's CTAs.
+  int pct = -1;
+  if (ring_smem > 0) {
+    int dev = 0, smem_sm = 0;
+    MOE_CUDA_CHECK(cudaGetDevice(&dev), "moe_grouped/group");
+    MOE_CUDA_CHECK(
+        cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev),
+        "moe_grouped/group");
+    const int64_t group_static = kernel_attributes(grouped::moe_group_kernel).sharedSizeBytes;
+    if (smem_sm > 0)
+      pct = static_cast<int>(std::min<int64_t>(
+          100, ((ring_smem + group_static + 1024) * 100 + smem_sm - 1) / smem_sm));
+  }
+  launch_k_carveout(grouped::moe_group_kernel, dim3(static_cast<unsigned>(1 + conv_blocks)),
+                    dim3(grouped::kGroupThreads), 0, stream, pdl, pct, q);
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/group");
   if (q.chunks > 0) {
     launch_k(grouped::moe_group_place_kernel, dim3(q.chunks), dim3(grouped::kGroupThreads), 0,

@@ -264,6 +264,14 @@ struct GroupedLaunch {
   // wait. Same bits. moe_launch sets it (moe_config.cc says where it was measured);
   // moe_bench --early-down N.
   int early_down_max_slots = 0;
+  // The grouping kernel yields its SMs to gate_up's ring: it lets gate_up launch only when its
+  // blocks exit (no early griddepcontrol.launch_dependents), and its launch asks for a
+  // shared-memory carveout that holds one of its blocks beside the ring's CTAs of an SM. Where
+  // gate_up has PDL after the grouping, the grouping's blocks otherwise run while gate_up's
+  // persistent CTAs are placed and hold their SMs, and the CTAs that land late finish their fixed
+  // shares late. Same bits either way. moe_launch sets it (moe_config.cc says where it was
+  // measured); moe_bench --group-yield 0|1.
+  bool group_yields = false;
   // NVFP4 computed in FP8 (nvfp4_f8) on the full warpgroup-MMA launch: two producer warpgroups
   // dequantize for one consumer warpgroup (moe_wgmma_f4p2_kernel, "P2") on 64-token tiles, where a
   // call has fewer than this many slots per expert (T * K < f4p2_max_mean * E; 0: never). Twice the
@@ -411,6 +419,9 @@ struct MoeGroupParams {
   // ... only if those experts hold at least big2_min_share / 1000 of the big experts' slots
   // (GroupedLaunch::f4p2_split_share; 0: no such condition); otherwise all stay on big_tiles.
   int big2_min_share = 0;
+  // GroupedLaunch::group_yields: no griddepcontrol.launch_dependents (the next launch starts when
+  // the blocks exit). After the fields above.
+  bool late_trigger = false;
 };
 // Bytes of MoeGroupParams::chunk_hist for T*K slots over E experts (0 when one block groups them).
 int64_t grouped_group_scratch_bytes(int64_t TK, int64_t E);
@@ -620,7 +631,10 @@ inline bool grouped_hybrid_split_k(const GroupedLaunch& l, GroupedFmt f, int64_t
 int64_t grouped_k_multiple(GroupedFmt f);
 
 // pdl: GroupedLaunch::pdl (the grouping launches with programmatic stream serialization).
-void launch_moe_group(const MoeGroupParams& p, Stream stream, bool pdl = false);
+// ring_smem (GroupedLaunch::group_yields): shared memory per SM of the ring launch that follows;
+// the grouping asks for a carveout that also holds one of its blocks (0: no preference).
+void launch_moe_group(const MoeGroupParams& p, Stream stream, bool pdl = false,
+                      int64_t ring_smem = 0);
 // dst (packed) <- src (row-major), not overlapping (dequant_bits.h): the data of a matrix of N
 // rows of row_bytes bytes (N % 16 == 0, row_bytes % 64 == 0, 16-byte aligned buffers), or the
 // scales of an NVFP4 [N, Kd] matrix (N * Kd / 16 bytes; Kd % 128 == 0).

@@ -440,7 +440,16 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // The multi-block grouping's counts live in h, which gate_up writes only after the grouping.
   gp.chunk_hist = reinterpret_cast<int32_t*>(s.h);
   gp.chunk_hist_bytes = T * KS * ge.I * 2;
-  launch_moe_group(gp, stream, l.pdl);
+  // GroupedLaunch::group_yields: gate_up launches when the grouping's blocks exit, and the
+  // grouping's carveout holds gate_up's ring CTAs (their shared memory per SM, the driver's 1 KB
+  // per CTA included).
+  gp.late_trigger = l.group_yields;
+  int64_t ring_smem = 0;
+  if (l.group_yields && l.pipelined && !l.tc && !l.wgmma)
+    ring_smem =
+        static_cast<int64_t>(l.ctas_per_sm) *
+        (static_cast<int64_t>(l.warps_per_cta) * grouped_pipe_warp_bytes(ge.fmt, true) + 1024);
+  launch_moe_group(gp, stream, l.pdl, ring_smem);
   // GroupedLaunch::x_pos: x's codes by position in out (free until down writes it); in place
   // when positions are tokens (the shared expert alone: expert 0 = E - 1 takes every token's only
   // slot, whatever the ids say, in token order).

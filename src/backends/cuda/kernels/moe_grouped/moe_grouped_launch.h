@@ -18,10 +18,12 @@ namespace moe::cuda {
 // one executed griddepcontrol.launch_dependents (or completed); every grouped kernel begins with
 // griddepcontrol.wait (grouped::pdl_wait), so nothing is read or written before the predecessor
 // completed and its memory is visible.
+// carveout >= 0: the launch's preferred shared-memory carveout (percent of the SM's maximum;
+// cudaLaunchAttributePreferredSharedMemoryCarveout, kept by a captured graph's node).
 template <typename... Params, typename... Args>
-void launch_k(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Stream stream,
-              bool pdl, Args&&... args) {
-  if (!pdl) {
+void launch_k_carveout(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Stream stream,
+                       bool pdl, int carveout, Args&&... args) {
+  if (!pdl && carveout < 0) {
     kernel<<<grid, block, smem, stream>>>(std::forward<Args>(args)...);
     return;
   }
@@ -30,13 +32,25 @@ void launch_k(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Str
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute a[1];
-  a[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  a[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute a[2];
+  int n = 0;
+  if (pdl) {
+    a[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    a[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (carveout >= 0) {
+    a[n].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+    a[n++].val.sharedMemCarveout = static_cast<unsigned>(carveout);
+  }
   cfg.attrs = a;
-  cfg.numAttrs = 1;
+  cfg.numAttrs = n;
   // Errors surface through the caller's MOE_CUDA_CHECK_LAUNCH (cudaGetLastError).
   (void)cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+template <typename... Params, typename... Args>
+void launch_k(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Stream stream,
+              bool pdl, Args&&... args) {
+  launch_k_carveout(kernel, grid, block, smem, stream, pdl, -1, std::forward<Args>(args)...);
 }
 
 // Launches kernel(p) on sm_count x min(occupancy, wanted_per_sm) CTAs of `threads` threads with
