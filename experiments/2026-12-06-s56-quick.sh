@@ -4,8 +4,7 @@
 # device build with GroupedLaunch::group_yields on by default). Logs: $OUT/gpu-test.out,
 # summary.txt.
 set -u
-o=${OUT:-/tmp/out}
-mkdir -p "$o"
-MOE_GPU_SANITIZE=0 MOE_GPU_TARGETS="cuda_ops_tests cuda_model_tests moe_grouped_tests moengine" \
-  bash scripts/gpu-test.sh >"$o/gpu-test.out" 2>&1
-echo "gpu-test.sh (no sanitizers) rc=$?" >>"$o/summary.txt"
+export MOE_GPU_SANITIZE=0
+LOG=quick
+source "$(dirname "$0")/device-run.sh"  # gpu_test
+gpu_test

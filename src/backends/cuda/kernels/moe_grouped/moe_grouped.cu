@@ -256,7 +256,9 @@ void launch_moe_group(const MoeGroupParams& p, Stream stream, bool pdl, int64_t 
     MOE_CUDA_CHECK(
         cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev),
         "moe_grouped/group");
-    const int64_t group_static = kernel_attributes(grouped::moe_group_kernel).sharedSizeBytes;
+    // (the kernel's static shared memory: the same on every device of a build, looked up once)
+    static const int64_t group_static =
+        kernel_attributes(grouped::moe_group_kernel).sharedSizeBytes;
     if (smem_sm > 0)
       pct = static_cast<int>(std::min<int64_t>(
           100, ((ring_smem + group_static + 1024) * 100 + smem_sm - 1) / smem_sm));
