@@ -2,9 +2,11 @@
 # For the session after 57 (~150 s): experiments/2026-12-06-fuse-group-v2.patch on def17e2,
 # built here (scripts/stage-wip.sh s57/fg3 experiments/2026-12-06-fuse-group-v2.patch def17e2
 # moe_bench moe_grouped_tests; carry [".deps", "build-run/s57/fg3"]). v2 of the no-grouping-launch
-# form: positions by __fns over the expert's match mask instead of a second 32-shuffle loop, and
-# --fuse-group 2, x's 16-bit copy made before the call (the bound of a caller whose producer of x
-# writes it too: no conversion in gate_up's k-loop). Tests (FusedGroupingIsBitIdentical runs both
+# form: positions by __fns over the expert's match mask instead of a second 32-shuffle loop; the
+# f32 path (--fuse-group 1) prefetches each row's next step into L1 (prefetch.global.L1), so the
+# conversion after its loads waits for L1, not L2 (v1's likeliest cost); and --fuse-group 2, x's
+# 16-bit copy made before the call (the bound of a caller whose producer of x writes it too: no
+# conversion in gate_up's k-loop). If 1 comes near 2, the stall was v1's cost. Tests (FusedGroupingIsBitIdentical runs both
 # modes), then 2 and 1 each against 0, both orders, NVFP4 T 1..4, read flush. Log: $OUT/fuse2.log.
 set -u
 LOG=fuse2
