@@ -10,6 +10,5 @@ gpu_test
 B=build-gpu/bin/moe_bench
 S="--shape glm5,dsv3,glm5-tp8,glm5-ep8"
 TAIL=200 TMO=60 run "off-on-y" $B --flush read --fmt nvfp4 $S --tokens 1,2,3,4 --iters 60 --group-yield 0 --ab "--group-yield 1"
-
 TAIL=200 TMO=60 run "default-vs-off" $B --flush read --fmt nvfp4,fp8,bf16 $S --tokens 1,2 --iters 40 --ab "--group-yield 0"
 echo "== done $(date +%T)" >>"$L"

@@ -6,8 +6,9 @@
 # f32 path (--fuse-group 1) prefetches each row's next step into L1 (prefetch.global.L1), so the
 # conversion after its loads waits for L1, not L2 (v1's likeliest cost); and --fuse-group 2, x's
 # 16-bit copy made before the call (the bound of a caller whose producer of x writes it too: no
-# conversion in gate_up's k-loop). If 1 comes near 2, the stall was v1's cost. Tests (FusedGroupingIsBitIdentical runs both
-# modes), then 2 and 1 each against 0, both orders, NVFP4 T 1..4, read flush. Log: $OUT/fuse2.log.
+# conversion in gate_up's k-loop). If 1 comes near 2, the stall was v1's cost. Tests
+# (FusedGroupingIsBitIdentical runs both modes), then 2 and 1 each against 0, both orders, NVFP4
+# T 1..4, read flush. Log: $OUT/fuse2.log.
 set -u
 LOG=fuse2
 source "$(dirname "$0")/device-run.sh"  # $o, $L, run
