@@ -21,7 +21,8 @@ int MoeKernelConfig::regs_per_thread(GroupedFmt f) const {
   if (pipelined && nb != 8) {   // moe_gemm_pipe_kernel (moe_launch streams 64-token tiles)
     switch (f) {
       case GroupedFmt::kBf16:
-        // nb 4: 162 since MoeGemmParams' act_tmap; nb 1: 101 since the batched stream-K fix-up
+        // nb 4: 162 since MoeGemmParams' act_tmap; nb 1: 103 since the stream-K arrival by one
+        // acq_rel atomic (session 58)
         return nb <= 1 ? 104 : nb == 2 ? 120 : 168;
       case GroupedFmt::kFp8Block:
         return nb <= 1 ? 120 : nb == 2 ? 128 : 184;

@@ -383,13 +383,22 @@ __device__ __forceinline__ void add_partials(const MoeGemmParams& p, const Item<
 #pragma unroll
   for (int rr = 0; rr < R; ++rr)
     each([&](int t, int nb, int r) { mine[at(rr, t, nb, r)] = acc[rr][t][nb][r]; });
-  __threadfence();
+  // The arrival orders the warp's partial sums before it and the last arrival's reads of the
+  // others' after it: the warp barrier orders every lane's stores before lane 0's acq_rel atomic
+  // (release), and that atomic (acquire) before every lane's loads behind the second barrier.
+  // NOTE: __threadfence (fence.sc.gpu) on every lane before the atomic and after it was 0.2-2.8%
+  // slower at T 1..4 (H100, session 58, experiments/2026-12-06-sk-fence.patch mode 2; its mode 1,
+  // fence.acq_rel.gpu on every lane, was level with fence.sc). CUTLASS's barrier, at warp scope.
   __syncwarp();
   int arrived = 0;
-  if (lane == 0) arrived = atomicAdd(counter, 1);
+  if (lane == 0)
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;"
+                 : "=r"(arrived)
+                 : "l"(__cvta_generic_to_global(counter))
+                 : "memory");
   arrived = __shfl_sync(0xffffffffu, arrived, 0);
   if (arrived != v1 - v0) return;  // not the last contributor
-  __threadfence();
+  __syncwarp();
   // The others' partial sums, added in contributor order. In kernels of one-column tiles and one
   // sub-block (NBS, R) four contributors' loads are in flight at a time: one at a time, the L2
   // round trips of an item split 12 ways (TP8 T 1's gate_up) were in series. Elsewhere one at a
