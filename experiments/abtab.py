@@ -2,7 +2,7 @@
 """Tabulates moe_bench --ab runs of a device log (experiments/device-run.sh's `run` headers).
 
 Runs tagged "on-off-N" time the variant N as A against the baseline as B, "off-on-N" the other
-order. Each "ab SHAPE ROUTING FMT T n: A a us, B b us, B/A r" line gives the variant's speed-up
+order (a prefix such as "rings-off-on-N" is allowed: the cells tell the runs apart). Each "ab SHAPE ROUTING FMT T n: A a us, B b us, B/A r" line gives the variant's speed-up
 (baseline time / variant time: r for on-off, 1/r for off-on). Prints one row per (shape, routing,
 fmt, T): the baseline's median time and, per variant, the median speed-up of its runs [min-max]
 (above 1: the variant faster). Usage: experiments/abtab.py LOG [LOG...]
@@ -12,7 +12,7 @@ import re
 import statistics
 import sys
 
-HEAD = re.compile(r"^== (on-off|off-on)-(\S+) ")
+HEAD = re.compile(r"^== (?:[a-z0-9]+-)*?(on-off|off-on)-(\S+) ")  # "rings-off-on-2" too
 AB = re.compile(r"ab (\S+) (\S+) (\S+) T (\d+): A ([\d.]+) us, B ([\d.]+) us, B/A ([\d.]+)")
 
 
