@@ -709,6 +709,31 @@ TEST_F(MoeGroupedTest, DynamicSplitMatchesTheReference) {
   prepare_ = false;
 }
 
+// The ring's stream-K arrival (add_partials: the warp barrier, then lane 0's acq_rel atomic;
+// session 58) is all that orders a contributor's partial sums before the last arrival reads them:
+// a stale read would change the sums from one run to the next. Cases split across many warps
+// (7 SMs), each run 8 times: every run matches the reference (check) and the first run's bits.
+TEST_F(MoeGroupedTest, StreamKRepeatsAreBitIdentical) {
+  sm_override_ = 7;
+  const Launch l{.nb = 1, .warps_per_cta = 4, .ctas_per_sm = 2, .pipelined = true};
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (Fmt f : kFmts) {
+      if (packed && f != Fmt::kNvfp4) continue;
+      for (int64_t T : {1, 45}) {
+        const Tensor a = check(f, T, 1024, 256, 8, 4, Routing::kRandom, l);
+        for (int rep = 1; rep < 8; ++rep) {
+          const Tensor b = check(f, T, 1024, 256, 8, 4, Routing::kRandom, l);
+          EXPECT_EQ(differing_floats(a, b), 0)
+              << name(f) << " T " << T << " packed " << packed << " run " << rep;
+        }
+      }
+    }
+  }
+  prepare_ = false;
+  sm_override_ = 0;
+}
+
 // Small stream-K cases for compute-sanitizer (scripts/gpu-test.sh runs memcheck and racecheck
 // on this test): split items at both ends of warp ranges, partial sums and counters; packed
 // NVFP4 (prepare_experts) runs the ring's two-step stages (8-token tiles; and one-step ones
