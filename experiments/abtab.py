@@ -2,10 +2,11 @@
 """Tabulates moe_bench --ab runs of a device log (experiments/device-run.sh's `run` headers).
 
 Runs tagged "on-off-N" time the variant N as A against the baseline as B, "off-on-N" the other
-order (a prefix such as "rings-off-on-N" is allowed: the cells tell the runs apart). Each "ab SHAPE ROUTING FMT T n: A a us, B b us, B/A r" line gives the variant's speed-up
-(baseline time / variant time: r for on-off, 1/r for off-on). Prints one row per (shape, routing,
-fmt, T): the baseline's median time and, per variant, the median speed-up of its runs [min-max]
-(above 1: the variant faster). Usage: experiments/abtab.py LOG [LOG...]
+order (a prefix such as "rings-off-on-N" is allowed: the cells tell the runs apart). Each
+"ab SHAPE ROUTING FMT T n: A a us, B b us, B/A r" line gives the variant's speed-up (baseline
+time / variant time: r for on-off, 1/r for off-on). Prints one row per (shape, routing, fmt, T):
+the baseline's median time and, per variant, the median speed-up of its runs [min-max] (above 1:
+the variant faster). Usage: experiments/abtab.py LOG [LOG...]
 """
 import collections
 import re
