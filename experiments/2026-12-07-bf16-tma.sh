@@ -8,7 +8,8 @@
 # Bf16WeightTilesByTmaAreBitIdentical (new: every variant bit-identical to the default), the FP8
 # TMA test, the register table. Cells: glm5 / dsv3 / TP8 / EP8 uniform T 1024..8192; glm5 / EP8
 # hot8 / zipf1 T 256 / 1024 (the hybrid's big tiles). Log: $OUT/bt.log
-# (python3 experiments/abtab.py bt.log). QUICK=1 (~200 s): pairs and tma only, no skewed cells.
+# (python3 experiments/abtab.py bt.log). QUICK=1: pairs, pairsd and wsd at T 2048 / 8192 only,
+# no skewed cells. pairsd / wsd: --bf16-defer 1 (the consumers release a stage a k-block later).
 set -u
 LOG=bt
 source "$(dirname "$0")/device-run.sh"  # $o, $L, run
@@ -17,14 +18,18 @@ TMO=240 TAIL=30 run tests $D/moe_grouped_tests \
   --gtest_filter='*Bf16WeightTilesByTma*:*WarpgroupMmaTmaIsBitIdentical*:*RegisterTable*'
 S="--shape glm5,dsv3,glm5-tp8,glm5-ep8 --tokens 1024,2048,4096,8192 --iters 10"
 K="--shape glm5,glm5-ep8 --routing hot8,zipf1 --tokens 256,1024 --iters 10"
-V=("pairs:--bf16-tma 1 --bf16-ws 2" "ws:--bf16-tma 1 --bf16-ws 1" "tma:--bf16-tma 1")
-[ "${QUICK:-0}" = 1 ] && V=("pairs:--bf16-tma 1 --bf16-ws 2" "tma:--bf16-tma 1")
+V=("pairs:--bf16-tma 1 --bf16-ws 2" "pairsd:--bf16-tma 1 --bf16-ws 2 --bf16-defer 1"
+  "wsd:--bf16-tma 1 --bf16-ws 1 --bf16-defer 1" "ws:--bf16-tma 1 --bf16-ws 1" "tma:--bf16-tma 1")
+if [ "${QUICK:-0}" = 1 ]; then
+  V=("${V[@]:0:3}")
+  S="--shape glm5,dsv3,glm5-tp8,glm5-ep8 --tokens 2048,8192 --iters 10"
+fi
 for v in "${V[@]}"; do
   n=${v%%:*} f=${v#*:}
-  TMO=90 run "off-on-$n" $D/moe_bench --fmt bf16 $S --bf16-tma 0 --bf16-ws 0 --ab "$f"
-  TMO=90 run "on-off-$n" $D/moe_bench --fmt bf16 $S $f --ab "--bf16-tma 0 --bf16-ws 0"
+  TMO=90 run "off-on-$n" $D/moe_bench --fmt bf16 $S --bf16-tma 0 --bf16-ws 0 --bf16-defer 0 --ab "$f"
+  TMO=90 run "on-off-$n" $D/moe_bench --fmt bf16 $S $f --ab "--bf16-tma 0 --bf16-ws 0 --bf16-defer 0"
 done
 [ "${QUICK:-0}" = 1 ] && { echo "== done $(date +%T)" >>"$L"; exit 0; }
-TMO=60 run "off-on-pairs" $D/moe_bench --fmt bf16 $K --bf16-tma 0 --bf16-ws 0 --ab "--bf16-tma 1 --bf16-ws 2"
-TMO=60 run "on-off-pairs" $D/moe_bench --fmt bf16 $K --bf16-tma 1 --bf16-ws 2 --ab "--bf16-tma 0 --bf16-ws 0"
+TMO=60 run "off-on-pairs" $D/moe_bench --fmt bf16 $K --bf16-tma 0 --bf16-ws 0 --bf16-defer 0 --ab "--bf16-tma 1 --bf16-ws 2"
+TMO=60 run "on-off-pairs" $D/moe_bench --fmt bf16 $K --bf16-tma 1 --bf16-ws 2 --ab "--bf16-tma 0 --bf16-ws 0 --bf16-defer 0"
 echo "== done $(date +%T)" >>"$L"
