@@ -20,8 +20,8 @@ S="--shape glm5,dsv3,glm5-tp8,glm5-ep8 --tokens 1024,2048,4096,8192 --iters 10"
 K="--shape glm5,glm5-ep8 --routing hot8,zipf1 --tokens 256,1024 --iters 10"
 V=("pairs:--bf16-tma 1 --bf16-ws 2" "pairsd:--bf16-tma 1 --bf16-ws 2 --bf16-defer 1"
   "wsd:--bf16-tma 1 --bf16-ws 1 --bf16-defer 1" "ws:--bf16-tma 1 --bf16-ws 1" "tma:--bf16-tma 1")
-if [ "${QUICK:-0}" = 1 ]; then
-  V=("${V[@]:0:3}")
+if [ "${QUICK:-0}" != 0 ]; then
+  V=("${V[@]:0:$((QUICK == 2 ? 2 : 3))}")  # QUICK=2: pairs and pairsd only
   S="--shape glm5,dsv3,glm5-tp8,glm5-ep8 --tokens 2048,8192 --iters 10"
 fi
 for v in "${V[@]}"; do
@@ -29,7 +29,7 @@ for v in "${V[@]}"; do
   TMO=90 run "off-on-$n" $D/moe_bench --fmt bf16 $S --bf16-tma 0 --bf16-ws 0 --bf16-defer 0 --ab "$f"
   TMO=90 run "on-off-$n" $D/moe_bench --fmt bf16 $S $f --ab "--bf16-tma 0 --bf16-ws 0 --bf16-defer 0"
 done
-[ "${QUICK:-0}" = 1 ] && { echo "== done $(date +%T)" >>"$L"; exit 0; }
+[ "${QUICK:-0}" != 0 ] && { echo "== done $(date +%T)" >>"$L"; exit 0; }
 TMO=60 run "off-on-pairs" $D/moe_bench --fmt bf16 $K --bf16-tma 0 --bf16-ws 0 --bf16-defer 0 --ab "--bf16-tma 1 --bf16-ws 2"
 TMO=60 run "on-off-pairs" $D/moe_bench --fmt bf16 $K --bf16-tma 1 --bf16-ws 2 --ab "--bf16-tma 0 --bf16-ws 0 --bf16-defer 0"
 echo "== done $(date +%T)" >>"$L"
