@@ -43,6 +43,9 @@ struct LaunchOverrides {
   int defer = -1;            // --defer 0|1 (GroupedLaunch::sibling_defer)
   int early_down = -1;       // --early-down N (GroupedLaunch::early_down_max_slots)
   int group_yield = -1;      // --group-yield 0|1 (GroupedLaunch::group_yields)
+  int bf16_tma = -1;         // --bf16-tma 0|1 (GroupedLaunch::bf16_tma)
+  int bf16_ws = -1;          // --bf16-ws 0|1|2 (GroupedLaunch::bf16_ws)
+  int bf16_defer = -1;       // --bf16-defer 0|1 (GroupedLaunch::bf16_defer)
 
   // The launch with these overrides (--hybrid-min only where moe_launch gave the launch a
   // hybrid: sm_90).
@@ -79,6 +82,9 @@ struct LaunchOverrides {
     if (defer >= 0) l.sibling_defer = defer == 1;
     if (early_down >= 0) l.early_down_max_slots = early_down;
     if (group_yield >= 0) l.group_yields = group_yield == 1;
+    if (bf16_tma >= 0) l.bf16_tma = bf16_tma == 1;
+    if (bf16_ws >= 0) l.bf16_ws = bf16_ws;
+    if (bf16_defer >= 0) l.bf16_defer = bf16_defer == 1;
     return l;
   }
 };
@@ -129,7 +135,9 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
       {"--f4p2", 1 << 20,
        "N >= 0 (slots per expert below which F4 runs on two producers; 0: never)", &o->f4p2},
       {"--early-down", 32,
-       "0..32 (slots up to which down issues weights before its wait; 0: never)", &o->early_down}};
+       "0..32 (slots up to which down issues weights before its wait; 0: never)", &o->early_down},
+      {"--bf16-ws", 2, "0 (the 256-thread kernel), 1 (warp-specialized) or 2 (its pairs)",
+       &o->bf16_ws}};
   for (const IntFlag& f : ints) {
     if (a != f.name) continue;
     long long n = 0;
@@ -176,6 +184,8 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
                 : a == "--group-warp"  ? &o->group_warp
                 : a == "--defer"       ? &o->defer
                 : a == "--group-yield" ? &o->group_yield
+                : a == "--bf16-tma"    ? &o->bf16_tma
+                : a == "--bf16-defer"  ? &o->bf16_defer
                                        : nullptr;
   if (flag01 == nullptr) return 0;
   if (v != "0" && v != "1") {

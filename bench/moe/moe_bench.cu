@@ -28,7 +28,8 @@
 //                  [--split-k 0|1] [--hquant 0|1] [--nvf8 0|1] [--act-t 0|1] [--act-tma 0|1]
 //                  [--x-pos 0|1] [--early-gu 0|1] [--group-warp 0|1] [--f4p2 N]
 //                  [--f4p2-big 0|1|2] [--f4p2-split N] [--f4p2-split-share X] [--defer 0|1]
-//                  [--early-down N] [--group-yield 0|1] [--sustain-ms N] [--ab "LAUNCH FLAGS"]
+//                  [--early-down N] [--group-yield 0|1] [--bf16-tma 0|1] [--sustain-ms N] [--ab
+//                  "LAUNCH FLAGS"]
 //                  [--ab-blocks N]
 //                  [--flush memset|read]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
@@ -92,6 +93,9 @@
 // (down's ring works out the list and issues its first weight stages before it waits for gate_up,
 // in calls of <= N slots; 0: never). --group-yield 0|1 GroupedLaunch::group_yields (the grouping
 // lets gate_up launch when its blocks exit, and asks for a carveout that holds gate_up's ring).
+// --bf16-tma 0|1 GroupedLaunch::bf16_tma (BF16 warpgroup-MMA weight tiles by TMA); --bf16-ws
+// 0|1|2 GroupedLaunch::bf16_ws (with it, BF16 on the warp-specialized kernel / its pairs);
+// --bf16-defer 0|1 GroupedLaunch::bf16_defer (its consumers release a stage a k-block later).
 // --ab "FLAGS": an interleaved A/B of each case (one configuration, no --sweep): A is the launch
 // of the command line, B the same plus FLAGS (launch flags only: --f8act, --r2, --two-step,
 // --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,

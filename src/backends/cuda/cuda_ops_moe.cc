@@ -174,7 +174,8 @@ void CudaOps::prepare_experts(std::span<ops::ExpertWeights> experts, ops::Expert
 }
 
 const void* CudaOps::expert_tmaps(const GroupedExperts& ge) const {
-  if (expert_tmaps_.empty() || ge.fmt != GroupedFmt::kFp8Block) return nullptr;
+  if (expert_tmaps_.empty() || (ge.fmt != GroupedFmt::kFp8Block && ge.fmt != GroupedFmt::kBf16))
+    return nullptr;
   const std::vector<uintptr_t> key = grouped_tmap_key(ge);
   for (const ExpertTmaps& t : expert_tmaps_)
     if (t.key == key) return t.maps.cview().raw();

@@ -139,6 +139,21 @@ class MoeGroupedTest : public ::testing::Test {
   // else experts one..one+K-1 for every token).
   enum class Routing { kRandom, kOne };
 
+  // The 2-CTA pair kernels' cases (GroupedLaunch::wgmma_pairs, bf16_ws 2; I % 256 == 0, D % 512
+  // == 0): chunks of 129..256 tokens (both halves, even and odd n-blocks), lone chunks of <= 128
+  // (each CTA its own n-blocks), experts of exactly 256 (T 256, K 1 on one expert) and 256 + 128
+  // tokens (T 384, K 2 on two experts), several chunks per expert (T 700), empty experts, several
+  // items per cluster.
+  struct PairCase {
+    int64_t T, D, I, E, K;
+    Routing r;
+  };
+  static constexpr PairCase kPairCases[] = {
+      {300, 512, 256, 8, 2, Routing::kRandom},   {1000, 512, 256, 64, 3, Routing::kRandom},
+      {77, 1024, 512, 8, 3, Routing::kOne},      {256, 512, 256, 8, 1, Routing::kOne},
+      {384, 512, 256, 8, 2, Routing::kOne},      {700, 512, 256, 4, 2, Routing::kOne},
+      {2500, 1024, 256, 16, 2, Routing::kRandom}};
+
   // A case of the FP8 warpgroup-MMA bit-identity tests (FusedHQuant, DownActivationsByTma,
   // GateUpActivationsByPosition): shape, routing, base launch, and which kernel runs it (TMA
   // weights, warp-specialized, 2-CTA pairs, narrow instance).
@@ -250,7 +265,8 @@ class MoeGroupedTest : public ::testing::Test {
       // FP8: tensor maps of the packed table for the warpgroup-MMA GEMM (none for the others).
       GroupedExperts packed;
       if (grouped && resolve_grouped_experts(ew_d, D, &packed, &why)) {
-        EXPECT_EQ(ops_->expert_tmaps(packed) != nullptr, f == Fmt::kFp8) << name(f);
+        EXPECT_EQ(ops_->expert_tmaps(packed) != nullptr, f == Fmt::kFp8 || f == Fmt::kBf16)
+            << name(f);
       }
       if (shd) {  // packed when the grouped kernels run it (with the routed experts or alone)
         for (const ops::Weight* w : {&sh_d.gate, &sh_d.up, &sh_d.down}) {
@@ -302,7 +318,9 @@ class MoeGroupedTest : public ::testing::Test {
       GroupedLaunch l = *launch;
       // Weight tiles by TMA (FP8 warpgroup-MMA GEMM with FP8 activations): the tensor maps in
       // device memory.
-      if (l.wgmma_tma && f == Fmt::kFp8 && l.fp8_act && (l.wgmma || l.wgmma_min_tokens > 0)) {
+      // BF16: with GroupedLaunch::bf16_tma.
+      if (l.wgmma_tma && (l.wgmma || l.wgmma_min_tokens > 0) &&
+          ((f == Fmt::kFp8 && l.fp8_act) || (f == Fmt::kBf16 && l.bf16_tma))) {
         ge->tmaps = upload_grouped_tmaps(
             *ge,
             [&](size_t n) {
@@ -994,6 +1012,75 @@ TEST_F(MoeGroupedTest, Nvfp4ComputedInFp8) {
       max_f8_err_, kTolFp8Act, max_f8_emulated_err_, max_f8_emulated_rms_);
 }
 
+// BF16 warpgroup-MMA GEMM with weight tiles by TMA (GroupedLaunch::bf16_tma; tensor maps of
+// grouped_weight_tmaps over 2-byte elements): one wgmma m64n128 per 128-row box and k16 slice
+// instead of one m64n256 over gate and up interleaved by 8 rows, the same products per output in
+// the same k order, so bit-identical to the cp.async kernel; row-major and packed, both BN
+// instances (D 384 / 640: down on 128 rows), several items per CTA, partial tiles, all tokens on
+// few experts, the hybrid's big tiles (T 200; the split-K gate_up of I <= 512 keeps cp.async).
+// Each case must have taken the maps (grouped_bf16_tma_gemms). Then the same on the
+// warp-specialized kernel and its pairs (GroupedLaunch::bf16_ws).
+TEST_F(MoeGroupedTest, Bf16WeightTilesByTmaAreBitIdentical) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  const Launch tc{.nb = 16, .tc = true, .wgmma = true};
+  const Launch hy{.nb = 2, .wgmma_min_tokens = 40};
+  struct Case {
+    int64_t T, D, I, E, K;
+    Routing r;
+    Launch l;
+  };
+  const Case cases[] = {
+      {300, 256, 128, 8, 2, Routing::kRandom, tc}, {1000, 256, 128, 64, 3, Routing::kRandom, tc},
+      {77, 384, 256, 8, 3, Routing::kOne, tc},     {2500, 640, 640, 4, 2, Routing::kRandom, tc},
+      {400, 768, 512, 4, 2, Routing::kRandom, tc}, {45, 512, 1024, 4, 2, Routing::kRandom, tc},
+      {200, 256, 128, 8, 2, Routing::kOne, hy},    {300, 512, 1024, 8, 2, Routing::kOne, hy}};
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (const Case& c : cases) {
+      Launch without = c.l, with = c.l;
+      without.bf16_tma = false;
+      with.bf16_tma = with.wgmma_tma = true;
+      const Tensor a = check(Fmt::kBf16, c.T, c.D, c.I, c.E, c.K, c.r, without);
+      const int64_t n0 = grouped_bf16_tma_gemms();
+      const Tensor b = check(Fmt::kBf16, c.T, c.D, c.I, c.E, c.K, c.r, with);
+      EXPECT_GT(grouped_bf16_tma_gemms(), n0)
+          << "no GEMM took the maps: T " << c.T << " D " << c.D << " I " << c.I;
+      EXPECT_EQ(differing_floats(a, b), 0)
+          << "T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+      // The warp-specialized kernel (GroupedLaunch::bf16_ws 1; down of D % 256 != 0 keeps the
+      // 256-thread kernel).
+      with.bf16_ws = 1;
+      const Tensor w = check(Fmt::kBf16, c.T, c.D, c.I, c.E, c.K, c.r, with);
+      EXPECT_EQ(differing_floats(a, w), 0)
+          << "warp-specialized: T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+      with.bf16_defer = true;  // its stages released a k-block later (GroupedLaunch::bf16_defer)
+      const Tensor d = check(Fmt::kBf16, c.T, c.D, c.I, c.E, c.K, c.r, with);
+      EXPECT_EQ(differing_floats(a, d), 0)
+          << "deferred release: T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+    }
+  }
+  // Its 2-CTA pairs (bf16_ws 2, no hybrid): kPairCases.
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (const PairCase& c : kPairCases) {
+      Launch base = tc, pairs = tc;
+      base.bf16_tma = false;
+      pairs.bf16_tma = pairs.wgmma_tma = true;
+      pairs.bf16_ws = 2;
+      const Tensor a = check(Fmt::kBf16, c.T, c.D, c.I, c.E, c.K, c.r, base);
+      const Tensor b = check(Fmt::kBf16, c.T, c.D, c.I, c.E, c.K, c.r, pairs);
+      EXPECT_EQ(differing_floats(a, b), 0)
+          << "pairs: T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+      pairs.bf16_defer = true;
+      const Tensor d = check(Fmt::kBf16, c.T, c.D, c.I, c.E, c.K, c.r, pairs);
+      EXPECT_EQ(differing_floats(a, d), 0)
+          << "pairs, deferred release: T " << c.T << " D " << c.D << " I " << c.I;
+    }
+  }
+  prepare_ = false;
+}
+
 // FP8 warpgroup-MMA GEMM with weight tiles by TMA (GroupedLaunch::wgmma_tma; tensor maps of
 // grouped_weight_tmaps), and its warp-specialized form at 256 rows (GroupedLaunch::wgmma_ws; with
 // and without the narrow instance for tiles of <= 64 tokens, GroupedLaunch::wgmma_narrow): the
@@ -1037,20 +1124,12 @@ TEST_F(MoeGroupedTest, WarpgroupMmaTmaIsBitIdentical) {
                                             << c.D << " I " << c.I << " packed " << packed;
     }
   }
-  // 2-CTA clusters over pair units (GroupedLaunch::wgmma_pairs; I % 256 == 0, D % 512 == 0):
-  // chunks of 129..256 tokens (both halves, even and odd n-blocks), lone chunks of <= 128 (each CTA
-  // its own n-blocks), experts of exactly 256 (T 256, K 1 on one expert) and 256 + 128 tokens (T
-  // 384, K 2 on two experts), several chunks per expert (T 700), empty experts, several items per
-  // cluster; bit-identical to the kernel without warp specialization.
-  const Case pair_cases[] = {
-      {300, 512, 256, 8, 2, Routing::kRandom, tc},   {1000, 512, 256, 64, 3, Routing::kRandom, tc},
-      {77, 1024, 512, 8, 3, Routing::kOne, tc},      {256, 512, 256, 8, 1, Routing::kOne, tc},
-      {384, 512, 256, 8, 2, Routing::kOne, tc},      {700, 512, 256, 4, 2, Routing::kOne, tc},
-      {2500, 1024, 256, 16, 2, Routing::kRandom, tc}};
+  // 2-CTA clusters over pair units (kPairCases), bit-identical to the kernel without warp
+  // specialization.
   for (bool packed : {false, true}) {
     prepare_ = packed;
-    for (const Case& c : pair_cases) {
-      Launch base = c.l, pairs = c.l;
+    for (const PairCase& c : kPairCases) {
+      Launch base = tc, pairs = tc;
       base.wgmma_ws = base.wgmma_pairs = false;
       pairs.wgmma_tma = pairs.wgmma_pairs = true;
       const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, base);

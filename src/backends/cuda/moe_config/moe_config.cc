@@ -437,6 +437,16 @@ GroupedLaunch moe_launch(const MoeKernelConfig& c, const MoeDeviceLimits& lim, G
   // 185 -> 136 us (torch FP8 158), EP8 hot8 115 -> 97. The full launch (prefill) keeps the
   // 256-thread kernel where pairs do not apply (level there, session 23).
   l.wgmma_ws = !l.wgmma && l.wgmma_min_tokens > 0;
+  // BF16's full launch (prefill) on the warp-specialized kernel's 2-CTA pairs (where FP8's pair
+  // conditions hold; else its single CTAs) with weight tiles by TMA and each stage released a
+  // k-block later (GroupedLaunch::bf16_tma, bf16_ws, bf16_defer). NOTE: measured on an H100
+  // (docs/perf.md, 2026-12-07 session 60; moe_bench --fmt bf16 --ab, both orders, against the
+  // 256-thread kernel with cp.async weights): glm5 / dsv3 T 8192 1.69 / 1.71x faster (17739 ->
+  // ~10520 us, 279 -> ~470 TF/s; torch's _grouped_mm 386), EP8 1.42x, TP8 1.14x; T 2048
+  // 1.03-1.08x. The hybrid's big tiles (decode-sized calls) keep the 256-thread kernel: not
+  // measured there yet.
+  l.bf16_tma = l.bf16_defer = l.wgmma && f == GroupedFmt::kBf16;
+  l.bf16_ws = l.bf16_tma ? 2 : 0;
   // Without `pdl` (BF16, NVFP4): PDL only for gate_up after the grouping kernel and the combine
   // after down (GroupedLaunch::pdl_light), at small T. NOTE: measured on the H200 (docs/perf.md,
   // 2026-12-03 session 27; moe_bench --pdl-light 0|1, alternated 0 1 1 0, glm5 / dsv3 / TP8 /

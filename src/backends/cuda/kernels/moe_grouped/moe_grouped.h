@@ -175,6 +175,22 @@ struct GroupedLaunch {
   // session 18): glm5 FP8 T 2048 / 4096 / 8192 3225 / 5163..5550 / 9053..9116 us -> 2994 /
   // 4919..4987 / 7957..8222.
   bool wgmma_tma = true;
+  // BF16 warpgroup-MMA GEMM (the 256-thread kernel) with its weight tiles by TMA like FP8's
+  // (wgmma_tma, tensor maps of GroupedExperts::tmaps: 128-row boxes of 64 k, 64-byte swizzle)
+  // instead of every thread's cp.async; per k16 slice one wgmma m64n128 per box instead of one
+  // m64n256 over gate and up interleaved. Off by default; moe_launch: on for BF16's full launch
+  // (moe_bench --bf16-tma 0|1).
+  bool bf16_tma = false;
+  // With bf16_tma, BF16's full launch on the warp-specialized kernel (1; sm90_moe_wgmma_ws.cuh's
+  // BF instances: a producer warpgroup, two consumer warpgroups, mbarrier hand-over, the ring
+  // across items) or, where FP8's pair conditions hold (no hybrid, I % 256 == 0, D % 512 == 0),
+  // its 2-CTA pairs sharing weight tiles (2; else 1); 0: the 256-thread kernel. The same bits.
+  // 0 by default; moe_launch: 2 for BF16's full launch (moe_bench --bf16-ws 0|1|2).
+  int bf16_ws = 0;
+  // With bf16_ws, the consumers keep one k-block's wgmma in flight (wait 1) and release the stage
+  // before it, instead of waiting for every wgmma of a k-block (wait 0) before its release. Off by
+  // default; moe_launch: on for BF16's full launch (moe_bench --bf16-defer 0|1).
+  bool bf16_defer = false;
   // With wgmma_tma, 2-CTA clusters where both GEMMs take 256-row CTAs with an even number of
   // n-blocks (I % 256 == 0, D % 512 == 0) and no hybrid: moe_group lists pair units
   // (MoeGroupParams::pair_units) and each weight tile is loaded once for two token tiles of its
@@ -482,6 +498,8 @@ struct MoeGemmParams {
   int64_t tmap_e = 0;
   // `tiles` lists pair units (MoeGroupParams::pair_units): the 2-CTA cluster kernel.
   bool pairs = false;
+  // BF16 warp-specialized kernels: GroupedLaunch::bf16_defer.
+  bool bf16_defer = false;
   // Warp-specialized FP8 kernels: the NARROW instance (GroupedLaunch::wgmma_narrow).
   bool narrow = false;
   // GroupedLaunch::down_act_tma: down's activation tiles by TMA from act_tmap (a 2-D map of
@@ -688,6 +706,9 @@ GroupedXPosCounts grouped_x_pos_counts();
 // This process's calls on the F4 two-producer kernel (GroupedLaunch::f4p2_max_mean, f4p2_big). For
 // the tests.
 int64_t grouped_f4p2_calls();
+// BF16 warpgroup-MMA GEMMs given tensor maps (GroupedLaunch::bf16_tma; split-K instances among
+// them keep cp.async), for tests.
+int64_t grouped_bf16_tma_gemms();
 // ... of them split by expert (GroupedLaunch::f4p2_split). For the tests.
 int64_t grouped_f4p2_split_calls();
 // This process's GEMM launches that waited for their predecessor at their end (GroupedLaunch::

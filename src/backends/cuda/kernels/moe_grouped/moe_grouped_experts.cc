@@ -245,6 +245,7 @@ std::atomic<int64_t> early_down_calls{0};     // grouped_early_down_calls
 std::atomic<int64_t> f4p2_calls{0};           // grouped_f4p2_calls
 std::atomic<int64_t> f4p2_split_calls{0};     // grouped_f4p2_split_calls
 std::atomic<int64_t> deferred_launches{0};    // grouped_deferred_launches
+std::atomic<int64_t> bf16_tma_gemms{0};       // grouped_bf16_tma_gemms
 }  // namespace
 
 GroupedXPosCounts grouped_x_pos_counts() {
@@ -253,6 +254,7 @@ GroupedXPosCounts grouped_x_pos_counts() {
 int64_t grouped_early_gate_up_calls() { return early_gate_up_calls.load(); }
 int64_t grouped_early_down_calls() { return early_down_calls.load(); }
 int64_t grouped_f4p2_calls() { return f4p2_calls.load(); }
+int64_t grouped_bf16_tma_gemms() { return bf16_tma_gemms.load(); }
 int64_t grouped_f4p2_split_calls() { return f4p2_split_calls.load(); }
 int64_t grouped_deferred_launches() { return deferred_launches.load(); }
 
@@ -396,8 +398,12 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   const bool act_t = grouped_act_transposed(l, ge.fmt, ge.D, ge.I);
   gp.act_t = act_t;
   // 2-CTA clusters sharing weight tiles (GroupedLaunch::wgmma_pairs): the list holds pair units.
-  const bool pairs = f8 && l.wgmma && !hybrid && l.wgmma_tma && l.wgmma_pairs &&
-                     ge.tmaps != nullptr && gp.tile_tokens == 128 && ge.I % 256 == 0 &&
+  // (BF16: GroupedLaunch::bf16_ws 2 with bf16_tma.)
+  const bool bf16_tmaps =
+      ge.fmt == GroupedFmt::kBf16 && l.bf16_tma && l.wgmma_tma && ge.tmaps != nullptr;
+  const bool pairs = ((f8 && l.wgmma_tma && l.wgmma_pairs && ge.tmaps != nullptr) ||
+                      (bf16_tmaps && l.bf16_ws == 2)) &&
+                     l.wgmma && !hybrid && gp.tile_tokens == 128 && ge.I % 256 == 0 &&
                      ge.D % 512 == 0;
   gp.pair_units = pairs;
   // A list one warp can build in registers (group_one_warp, early_gate_up): at most 32 slots, no
@@ -508,15 +514,20 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     }
     p.tiles = wg_tiles;  // the warpgroup-MMA GEMM, on FP8 activations when f8
     p.num_tiles = wg_num;
+    // Weight tiles by TMA: [gate E][up E][down E] maps (FP8 with wgmma_tma; BF16 with
+    // GroupedLaunch::bf16_tma, where launch_wgmma_bn takes the kernel: not for split-K).
+    if (f8 ? l.wgmma_tma && ge.tmaps != nullptr : bf16_tmaps) {
+      p.tmap = static_cast<const uint8_t*>(ge.tmaps) + (p.gate_up ? 0 : 2 * ge.E * 128);
+      p.tmap_e = ge.E;
+      if (bf16_tmaps) ++bf16_tma_gemms;
+    }
+    p.pairs = pairs;
+    p.bf16_defer = bf16_tmaps && l.bf16_defer;
     if (f8) {
       const int box_rows = f4p2 ? kGroupedF4p2Tile : kGroupedBigTile;  // the kernel's tile
       p.act = p.gate_up ? q : hq;
       p.act_scale = p.gate_up ? qs : hqs;
       if (p.gate_up && l.wgmma_hquant) p.hq = hq, p.hq_scale = hqs;
-      if (l.wgmma_tma && ge.tmaps != nullptr) {  // [gate E][up E][down E] maps
-        p.tmap = static_cast<const uint8_t*>(ge.tmaps) + (p.gate_up ? 0 : 2 * ge.E * 128);
-        p.tmap_e = ge.E;
-      }
       if (!p.gate_up && l.down_act_tma && (ws_f8 || f4)) {
         // A map the driver refuses (it should not: h is 256-byte aligned, I a multiple of 128)
         // leaves down on the producers' gather, which gives the same bits.
@@ -527,7 +538,6 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
         p.act_tma = encode_act(p, box_rows);
         if (p.act_tma) ++x_pos_calls;
       }
-      p.pairs = pairs;
       p.narrow = hybrid ? grouped_hybrid_narrow(l, T) : grouped_wgmma_narrow(l, T, KS, ge.E);
       p.f4p2 = f4p2;
     }
@@ -663,8 +673,8 @@ std::vector<uintptr_t> grouped_tmap_key(const GroupedExperts& ge) {
 
 bool grouped_weight_tmaps(const GroupedExperts& ge, std::vector<uint8_t>* out, std::string* why) {
   static_assert(sizeof(CUtensorMap) == 128);
-  if (ge.fmt != GroupedFmt::kFp8Block) {
-    *why = "tensor maps are for FP8 block-128 experts";
+  if (ge.fmt != GroupedFmt::kFp8Block && ge.fmt != GroupedFmt::kBf16) {
+    *why = "tensor maps are for FP8 block-128 and BF16 experts";
     return false;
   }
   if (ge.D % 128 != 0 || ge.I % 128 != 0) {
@@ -677,12 +687,12 @@ bool grouped_weight_tmaps(const GroupedExperts& ge, std::vector<uint8_t>* out, s
     return false;
   }
   out->assign(static_cast<size_t>(3 * ge.E) * 128, 0);
-  // A matrix of N rows x Kd FP8 bytes as 4-D (64 bytes of k, 16 rows, N / 16 row blocks, Kd / 64
-  // k blocks), the packed layout's 16-row x 64-byte blocks (dequant_bits.h) or row-major; a box
-  // of 128 rows x 128 k lands in shared memory as two k halves of [128 rows][64 bytes], 64-byte
-  // swizzled (the FP8 wgmma kernel's B operand).
+  // A matrix of N rows x Kd bytes (FP8; BF16: 2 Kd) as 4-D (64 bytes of k, 16 rows, N / 16 row
+  // blocks, Kd / 64 k blocks), the packed layout's 16-row x 64-byte blocks (dequant_bits.h) or
+  // row-major; a box of 128 rows x 128 bytes (FP8 128 k, BF16 64) lands in shared memory as two k
+  // halves of [128 rows][64 bytes], 64-byte swizzled (the wgmma kernels' B operand).
   auto encode_one = [&](int idx, const MoeGemmParams& p, int m, int64_t e) {
-    const int64_t N = p.N, Kd = p.Kd;
+    const int64_t N = p.N, Kd = grouped::grouped_row_bytes(ge.fmt, p.Kd);
     const cuuint64_t dims[4] = {64, 16, static_cast<cuuint64_t>(N / 16),
                                 static_cast<cuuint64_t>(Kd / 64)};
     const cuuint64_t strides[3] = {static_cast<cuuint64_t>(p.packed ? 64 : Kd),

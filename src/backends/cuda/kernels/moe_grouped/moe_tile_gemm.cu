@@ -25,10 +25,57 @@ void launch_bm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
             : go(tile_gemm::moe_tile_gemm_kernel<BM, false>);
 }
 
+// A warp-specialized kernel (sm90_moe_wgmma_ws.cuh) over p's items: one CTA per SM, or (PAIRS)
+// 2-CTA clusters over moe_group's pair units.
+template <bool PAIRS>
+void launch_ws(void (*k)(MoeGemmParams), const MoeGemmParams& p, const GroupedLaunch& l,
+               Stream stream, const char* name) {
+  using namespace wgmma_gemm;
+  if constexpr (PAIRS) {
+    MOE_CHECK((p.gate_up ? p.N / 128 : p.N / 256) % 2 == 0 && p.N % 256 == 0)
+        << name << ": an even number of 256-row n-blocks (N " << p.N << ")";
+    MOE_CUDA_CHECK(
+        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytesWs), name);
+    MOE_CHECK(l.sm_count >= 2) << name << ": needs 2 SMs";
+    launch_k(k, dim3(l.sm_count / 2 * 2), dim3(kWsThreads), kSmemBytesWs, stream, l.pdl, p);
+    MOE_CUDA_CHECK_LAUNCH(name);
+  } else {
+    launch_persistent(k, p, kWsThreads, kSmemBytesWs, l.sm_count, 1, name, stream, l.pdl);
+  }
+}
+
+// BF16 with weight tensor maps (GroupedLaunch::bf16_tma; not split-K): the warp-specialized
+// kernel's pairs (p.pairs) or single CTAs (bf16_ws) at 256 rows, else the 256-thread kernel.
+template <int BN>
+void launch_wgmma_bf16_tma(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  using namespace wgmma_gemm;
+  constexpr GroupedFmt F = GroupedFmt::kBf16;
+  if constexpr (BN == 256) {
+    if (p.pairs)
+      return launch_ws<true>(
+          p.gate_up ? moe_wgmma_bf16pair_kernel<true> : moe_wgmma_bf16pair_kernel<false>, p, l,
+          stream,
+          p.gate_up ? "moe_grouped/wgmma_bf16pair_gate_up" : "moe_grouped/wgmma_bf16pair_down");
+    if (l.bf16_ws >= 1)
+      return launch_ws<false>(
+          p.gate_up ? moe_wgmma_bf16ws_kernel<true> : moe_wgmma_bf16ws_kernel<false>, p, l, stream,
+          p.gate_up ? "moe_grouped/wgmma_bf16ws_gate_up" : "moe_grouped/wgmma_bf16ws_down");
+  }
+  void (*k)(MoeGemmParams) = moe_wgmma_gemm_kernel<F, BN, false, false, true>;
+  if constexpr (BN == 256)
+    if (p.gate_up) k = moe_wgmma_gemm_kernel<F, BN, true, false, true>;
+  launch_persistent(k, p, kThreads, kSmemBytes<BN> + kTmaBarBytes, l.sm_count, l.ctas_per_sm,
+                    p.gate_up ? "moe_grouped/wgmma_gate_up" : "moe_grouped/wgmma_down", stream,
+                    l.pdl);
+}
+
 // The warpgroup-MMA kernel: 256 weight rows per CTA (gate_up: 128 gate + 128 up, N % 128); down
 // takes 128 where D is not a multiple of 256.
 template <GroupedFmt F, int BN>
 void launch_wgmma_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
+  if constexpr (F == GroupedFmt::kBf16)
+    if (p.tmap != nullptr && p.split_partials == nullptr)  // split-K keeps cp.async
+      return launch_wgmma_bf16_tma<BN>(p, l, stream);
   auto go = [&](auto k) {
     launch_persistent(
         k, p, wgmma_gemm::kThreads, wgmma_gemm::kSmemBytes<BN>, l.sm_count, l.ctas_per_sm,
@@ -84,28 +131,14 @@ void launch_wgmma_f8_bn(const MoeGemmParams& p, const GroupedLaunch& l, Stream s
                       stream, l.pdl);
   };
   if constexpr (BN == 256) {
-    if (tma && p.pairs) {  // pair units (moe_group): 2-CTA clusters sharing weight tiles
-      MOE_CHECK((p.gate_up ? p.N / 128 : p.N / 256) % 2 == 0 && p.N % 256 == 0)
-          << "moe_wgmma_gemm (pairs): an even number of 256-row n-blocks (N " << p.N << ")";
-      const char* name =
-          p.gate_up ? "moe_grouped/wgmma_f8pair_gate_up" : "moe_grouped/wgmma_f8pair_down";
-      auto k = ws_kernel<true>(p);
-      MOE_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          wgmma_gemm::kSmemBytesWs),
-                     name);
-      MOE_CHECK(l.sm_count >= 2) << name << ": needs 2 SMs";
-      launch_k(k, dim3(l.sm_count / 2 * 2), dim3(wgmma_gemm::kWsThreads), wgmma_gemm::kSmemBytesWs,
-               stream, l.pdl, p);
-      MOE_CUDA_CHECK_LAUNCH(name);
-      return;
-    }
-    if (tma && l.wgmma_ws) {
-      const char* name =
-          p.gate_up ? "moe_grouped/wgmma_f8ws_gate_up" : "moe_grouped/wgmma_f8ws_down";
-      auto k = ws_kernel<false>(p);
-      return launch_persistent(k, p, wgmma_gemm::kWsThreads, wgmma_gemm::kSmemBytesWs, l.sm_count,
-                               1, name, stream, l.pdl);
-    }
+    if (tma && p.pairs)  // pair units (moe_group): 2-CTA clusters sharing weight tiles
+      return launch_ws<true>(
+          ws_kernel<true>(p), p, l, stream,
+          p.gate_up ? "moe_grouped/wgmma_f8pair_gate_up" : "moe_grouped/wgmma_f8pair_down");
+    if (tma && l.wgmma_ws)
+      return launch_ws<false>(
+          ws_kernel<false>(p), p, l, stream,
+          p.gate_up ? "moe_grouped/wgmma_f8ws_gate_up" : "moe_grouped/wgmma_f8ws_down");
     const bool split = p.gate_up && p.split_partials != nullptr;
     if (tma)
       split       ? go(moe_wgmma_gemm_kernel<F, BN, true, true, true, true>)
@@ -181,6 +214,14 @@ int wgmma_regs() {
                     kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, false, false, true>),
                     kernel_regs(moe_wgmma_gemm_kernel<F, 256, false>),
                     kernel_regs(moe_wgmma_gemm_kernel<F, 128, false>)});
+  if constexpr (F == GroupedFmt::kBf16)  // GroupedLaunch::bf16_tma
+    r = std::max({r, kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, false, true>),
+                  kernel_regs(moe_wgmma_gemm_kernel<F, 256, false, false, true>),
+                  kernel_regs(moe_wgmma_gemm_kernel<F, 128, false, false, true>),
+                  kernel_regs(moe_wgmma_bf16ws_kernel<true>),
+                  kernel_regs(moe_wgmma_bf16ws_kernel<false>),
+                  kernel_regs(moe_wgmma_bf16pair_kernel<true>),
+                  kernel_regs(moe_wgmma_bf16pair_kernel<false>)});
   if constexpr (F == GroupedFmt::kFp8Block)
     r = std::max(
         {r, kernel_regs(moe_wgmma_gemm_kernel<F, 256, true, true>),

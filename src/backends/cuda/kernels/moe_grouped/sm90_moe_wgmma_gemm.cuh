@@ -66,8 +66,11 @@ constexpr int kSmemBytes = kStages* kStageBytes<BN> + 1024;  // + alignment of t
 template <int BN>
 constexpr int kSmemBytesF8 = kStagesF8<BN>* kStageBytes<BN> + 1024;
 // TMA (weights by tensor maps): one mbarrier per stage after the ring.
+constexpr int kTmaBarBytes = 64;
 template <int BN>
-constexpr int kSmemBytesF8Tma = kSmemBytesF8<BN> + 64;
+constexpr int kSmemBytesF8Tma = kSmemBytesF8<BN> + kTmaBarBytes;
+// BF16 with TMA weight tiles (GroupedLaunch::bf16_tma): kSmemBytes<BN> + kTmaBarBytes.
+static_assert(kStages * 8 <= kTmaBarBytes);
 static_assert(kSmemBytesF8Tma<256> <= 232448 && kSmemBytesF8Tma<128> <= 232448);
 static_assert(kSmemBytesF8<128> <= kSmemBytes<256> && kSmemBytesF8<256> == kSmemBytes<256>);
 static_assert(kSmemBytes<256> == grouped_wgmma_smem_bytes(256) &&
@@ -426,6 +429,28 @@ __device__ __forceinline__ void tma_weights(const MoeGemmParams& p, int e, int64
   }
 }
 
+// BF16 with TMA weight tiles (GroupedLaunch::bf16_tma): one staged k-block of 64 into acc. A
+// stage's 128-row boxes land as two k halves of [128 rows][64 bytes], 64-byte swizzled (32 bf16 of
+// k per row; the bytes of FP8's 128-k boxes): per k16 slice kk (32 bytes: half kk / 2, 32 bytes in
+// for odd kk) one wgmma m64n128k16 per box b into accumulators 64 b.. (n8 blocks 16 b..: staged
+// rows 128 b.., the register layout of the n256 wgmma's). gate_up: box 0 gate, box 1 up (the
+// epilogue's TMA layout); down: rows nblk * BN + 128 b. One commit group.
+template <int BN>
+__device__ __forceinline__ void bf16_tma_kblock(float (&acc)[BN / 2], uint64_t da, uint64_t db) {
+#ifdef MOE_WGMMA_ENABLED
+#pragma unroll
+  for (int kk = 0; kk < kBK / 16; ++kk)
+#pragma unroll
+    for (int b = 0; b < BN / 128; ++b) {
+      const int off = b * 16384 + (kk >> 1) * 8192 + (kk & 1) * 32;
+      wgmma_m64n128_bf16(*reinterpret_cast<float(*)[64]>(acc + 64 * b), da + 2 * kk, db + off / 16);
+    }
+  wgmma_commit();
+#else
+  __trap();
+#endif
+}
+
 // A quantized stage's weights in registers between their global load and the shared store.
 template <GroupedFmt F, int BN, bool F8>
 struct WRegs {
@@ -440,7 +465,8 @@ struct WRegs {
 // 128-row block) and added to the F32 accumulators while the tensor cores run the next quarter
 // (two partial-sum buffers).
 //
-// TMA (F8 only): thread 0 loads each stage's weights with TMA tiles of 128 rows x 128 k (tensor
+// TMA (F8; BF16 with GroupedLaunch::bf16_tma, bf16_tma_kblock: the same boxes are 64 k of
+// BF16): thread 0 loads each stage's weights with TMA tiles of 128 rows x 128 k (tensor
 // maps p.tmap, grouped_weight_tmaps) onto the stage's mbarrier instead of every thread's cp.async;
 // a tile lands as two k halves of [128 rows][64 bytes], 64-byte swizzled, and gate_up stages 128
 // gate then 128 up rows (not interleaved): quarters 0-1 gate, 2-3 up. The same wgmma on the same
@@ -458,7 +484,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   grouped::pdl_start(defer);
   static_assert(!F8 || F == GroupedFmt::kFp8Block);
   static_assert(!SPLIT || (GU && BN == 256));
-  static_assert(!TMA || (F8 && (BN == 256 || !GU)));
+  static_assert(!TMA || ((F8 || F == GroupedFmt::kBf16) && (BN == 256 || !GU)));
   constexpr int kAStage = kBM * kRowBytes;
   constexpr int kNAcc = BN / 2;  // f32 accumulators per thread (m64nBN over 128 threads)
   constexpr int kChunks = kWRowBytes<F, F8> / 16;
@@ -649,6 +675,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       if constexpr (F8) {
         // TMA weight tiles: 64-byte swizzle (f8_kblock adds each tile's offset).
         f8_kblock<BN, GU, TMA>(acc, part, da, TMA ? smem_desc_sw64(sb) : smem_desc(sb), sca, scw);
+      } else if constexpr (TMA) {  // BF16 (GroupedLaunch::bf16_tma)
+        wgmma_fence();
+        bf16_tma_kblock<BN>(acc, da, smem_desc_sw64(sb));
+        wgmma_wait<1>();
       } else {
         const uint64_t db = smem_desc(sb);
         wgmma_fence();

@@ -208,10 +208,12 @@ __device__ __forceinline__ HdrTok hdr_token(const MoeGemmParams& p, const int32_
 }
 // The thread's header copies of k-block ks into the header at hd: its token's activation scale
 // and (down, the item's last stage) the token's slot and routing weight.
-template <bool GU>
+// (BF: no activation scales.)
+template <bool GU, bool BF = false>
 __device__ __forceinline__ void hdr_copy(const MoeGemmParams& p, const HdrTok& h, uint32_t hd,
                                          int ks, bool last) {
-  grouped::cp_async4(hd + kWsHdrAct + 4 * h.tok, p.act_scale + h.row * (p.Kd / 128) + ks);
+  if constexpr (!BF)
+    grouped::cp_async4(hd + kWsHdrAct + 4 * h.tok, p.act_scale + h.row * (p.Kd / 128) + ks);
   if (!GU && last) {
     grouped::cp_async4(hd + kWsHdrEpi + 8 * h.tok, p.sorted_slot + h.row);
     grouped::cp_async4(hd + kWsHdrEpi + 8 * h.tok + 4, p.slot_w + h.slot);
@@ -239,8 +241,14 @@ __device__ __forceinline__ void f4_seek(const MoeGemmParams& p, int unit, int n_
 // P2 (GroupedLaunch::f4p2_max_mean, f4p2_big; F4 only): two producer warpgroups dequantize (4 units
 // of each stage per thread instead of 8) for one consumer warpgroup, which computes tiles of at
 // most 64 tokens (the grouping's 64-token tiles) against all 256 staged weight rows.
-template <bool GU, bool PAIRS, bool NARROW, bool SPLIT, bool F4 = false, bool P2 = false>
+// BF (GroupedLaunch::bf16_ws): BF16 experts and activations. A stage is 64 k of both (the
+// bytes of FP8's 128: 128-byte activation rows, the same weight boxes by TMA), computed by
+// bf16_tma_kblock (no promotion, no scales: the headers carry the item and down's epilogue rows);
+// h leaves as BF16.
+template <bool GU, bool PAIRS, bool NARROW, bool SPLIT, bool F4 = false, bool P2 = false,
+          bool BF = false>
 __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
+  static_assert(!BF || (!F4 && !NARROW && !SPLIT), "BF16: the plain and pair kernels");
   static_assert(!SPLIT || !PAIRS, "split-K is for the single-CTA kernel");
   static_assert(!F4 || (!PAIRS && !SPLIT), "F4: the single-CTA kernel without split-K");
   static_assert(!P2 || (F4 && !NARROW), "P2: F4's full instance on 64-token tiles");
@@ -275,7 +283,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   const int rank = PAIRS ? static_cast<int>(cluster_ctarank()) : 0;
   const int n_items = *p.num_tiles * (PAIRS ? n_blocks / 2 : n_blocks);
   const int first = PAIRS ? blockIdx.x / 2 : blockIdx.x, stride = PAIRS ? gridDim.x / 2 : gridDim.x;
-  const int ksteps = static_cast<int>(p.Kd / 128);
+  const int ksteps = static_cast<int>(p.Kd * (BF ? 2 : 1) / 128);  // stages of 128 bytes of k
   // Split-K (MoeGemmParams::split_partials): work unit u = item u / S, k-range u % S.
   const int S = SPLIT ? grouped::ws_split_count(n_items, gridDim.x, ksteps, p.split_bytes,
                                                 p.split_counters_cap)
@@ -418,11 +426,13 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
             grouped::tma_load_2d(base, p.act_tmap, ks * 128, w.pos0, full + 8 * stage);
           }
           sts_v4(hd, w.e, w.pos0, w.cnt, w.nblk);
+          if constexpr (!BF) {
 #pragma unroll
-          for (int m = 0; m < 2; ++m) {
-            const int64_t row0 = GU ? w.nblk * 128 : w.nblk * BN + 128 * m;
-            grouped::cp_async4(hd + 16 + 4 * m, static_cast<const float*>(p.s[GU ? m : 0][w.e]) +
-                                                    (row0 / 128) * ksteps + ks);
+            for (int m = 0; m < 2; ++m) {
+              const int64_t row0 = GU ? w.nblk * 128 : w.nblk * BN + 128 * m;
+              grouped::cp_async4(hd + 16 + 4 * m, static_cast<const float*>(p.s[GU ? m : 0][w.e]) +
+                                                      (row0 / 128) * ksteps + ks);
+            }
           }
           if (PAIRS && w.mc) {  // box `rank` of the tile into both CTAs
             grouped::mbar_arrive_expect_tx(full + 8 * stage, BN * 128);
@@ -436,12 +446,13 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
             tma_weights<BN, GU>(p, w.e, w.nblk, ks, base + kAStage, full + 8 * stage);
           }
         }
-        hdr_copy<GU>(p, ht, hd, ks, ks + 1 == kb1);
+        hdr_copy<GU, BF>(p, ht, hd, ks, ks + 1 == kb1);
 #pragma unroll
         for (int i = 0; i < kBM / 16; ++i)  // (narrow tiles, 64 tokens or fewer: rows 0..63)
           if ((i < kBM / 32 || !narrow) && !act_tma)
             grouped::cp_async16_n(base + swz(r0 + 16 * i, ch),
-                                  act + row[i] * p.Kd + ks * 128 + ch * 16, 16 * i < nv ? 16 : 0);
+                                  act + row[i] * (BF ? 2 * p.Kd : p.Kd) + ks * 128 + ch * 16,
+                                  16 * i < nv ? 16 : 0);
         // The stage's full barrier counts this thread's arrival once its copies landed.
         cp_async_arrive_noinc(full + 8 * stage);
         if (++stage == kSt) stage = 0, ephase ^= 1u;
@@ -535,7 +546,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       auto kloop = [&](auto narrow_c) {
         constexpr bool kNarrow = decltype(narrow_c)::value;
         for (int ks = kb0; ks < kb1; ++ks) {
-          float sca[2], scw[2];
+          [[maybe_unused]] float sca[2], scw[2];  // (BF: none)
           if constexpr (F4) {
             sca[0] = nsa[0], sca[1] = nsa[1], scw[0] = nsw[0], scw[1] = nsw[1];
             if (ks + 1 < kb1) load_scales_f4(w.e, ks + 1);
@@ -543,7 +554,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
           uint64_t da, db;
           acquire(stage, fphase, kNarrow ? 0 : wg * 64, da, db);
           const uint32_t hd = hdr + stage * kWsHdrBytes;
-          if constexpr (!F4) {
+          if constexpr (!F4 && !BF) {
             sca[0] = lds_f32(hd + kWsHdrAct + 4 * ta);
             sca[1] = lds_f32(hd + kWsHdrAct + 4 * (ta + 8));
             scw[0] = lds_f32(hd + 16), scw[1] = lds_f32(hd + 20);
@@ -555,12 +566,27 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
               er.w[hh] = lds_f32(hd + kWsHdrEpi + 8 * (ta + 8 * hh) + 4);
             }
           }
-          if constexpr (kNarrow)
+          if constexpr (BF) {  // every wgmma complete before the release, as f8_kblock
+            wgmma_fence();
+            bf16_tma_kblock<BN>(acc, da, db);
+            if (p.bf16_defer) {  // GroupedLaunch::bf16_defer: the previous k-block's stage
+              wgmma_wait<1>();
+              if (ks > kb0) release(stage == 0 ? kSt - 1 : stage - 1);
+            } else {
+              wgmma_wait<0>();
+              release(stage);
+            }
+          } else if constexpr (kNarrow) {
             f8_kblock_narrow<BN, GU>(acc, part, da, db, wg, sca, scw);
-          else
+          } else {
             f8_kblock<BN, GU, true>(acc, part, da, db, sca, scw);
-          release(stage);
+          }
+          if (!BF) release(stage);
           if (++stage == kSt) stage = 0, fphase ^= 1u;
+        }
+        if constexpr (BF) {  // (deferred: the last k-block's stage)
+          wgmma_wait<0>();
+          if (p.bf16_defer && kb1 > kb0) release(stage == 0 ? kSt - 1 : stage - 1);
         }
       };
       if (narrow)
@@ -596,9 +622,9 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       float* xchg = nullptr;
       if (GU && narrow && p.hq != nullptr) xchg = hq_x[hq_turn++ & 1];
       // narrow: slots of quarters 0 and 2 (f8_kblock_narrow), written to columns 64 wg on
-      epilogue<GroupedFmt::kFp8Block, BN, GU, true>(p, w.e, w.pos0, w.cnt, w.nblk, acc, ta, c,
-                                                    narrow ? 5u : 0xFu, xchg, F4 ? nullptr : &er,
-                                                    narrow ? wg : 0);
+      constexpr GroupedFmt kEpi = BF ? GroupedFmt::kBf16 : GroupedFmt::kFp8Block;
+      epilogue<kEpi, BN, GU, true>(p, w.e, w.pos0, w.cnt, w.nblk, acc, ta, c, narrow ? 5u : 0xFu,
+                                   xchg, F4 ? nullptr : &er, narrow ? wg : 0);
     }
   }
   if constexpr (PAIRS) cluster_sync();  // no arrival or multicast reaches an exited CTA
@@ -629,6 +655,17 @@ template <bool GU, bool NARROW = false>
 __global__ void __launch_bounds__(kWsThreads, 1)
     moe_wgmma_f4ws_kernel(const __grid_constant__ MoeGemmParams p) {
   wgmma_f8ws_body<GU, false, NARROW, false, true>(p);
+}
+// BF16 experts (GroupedLaunch::bf16_ws 1 / 2): the single-CTA kernel and its 2-CTA pairs.
+template <bool GU>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    moe_wgmma_bf16ws_kernel(const __grid_constant__ MoeGemmParams p) {
+  wgmma_f8ws_body<GU, false, false, false, false, false, true>(p);
+}
+template <bool GU>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kWsThreads, 1)
+    moe_wgmma_bf16pair_kernel(const __grid_constant__ MoeGemmParams p) {
+  wgmma_f8ws_body<GU, true, false, false, false, false, true>(p);
 }
 // P2 (GroupedLaunch::f4p2_max_mean, f4p2_big): F4 with two producer warpgroups and one consumer
 // warpgroup, on tiles of at most 64 tokens.
