@@ -313,6 +313,14 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
     EXPECT_TRUE(moe_launch(d, sm90, f, 64).wgmma_ws) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(w, sm90, f, 4096).wgmma_ws) << moe_fmt_name(f);
     EXPECT_FALSE(moe_launch(d, sm120, f, 64).wgmma_ws) << moe_fmt_name(f);
+    // BF16's full launch on the warp-specialized pair kernels with TMA weights and the deferred
+    // release; the hybrid's big tiles and the other formats' launches without them.
+    const GroupedLaunch full = moe_launch(w, sm90, f, 4096), hyb = moe_launch(d, sm90, f, 64);
+    const bool is_bf16 = f == GroupedFmt::kBf16;
+    EXPECT_EQ(full.bf16_tma, is_bf16) << moe_fmt_name(f);
+    EXPECT_EQ(full.bf16_ws, is_bf16 ? 2 : 0) << moe_fmt_name(f);
+    EXPECT_EQ(full.bf16_defer, is_bf16) << moe_fmt_name(f);
+    EXPECT_FALSE(hyb.bf16_tma || hyb.bf16_defer || hyb.bf16_ws != 0) << moe_fmt_name(f);
     // Their narrow instance exactly when no big tile can exceed 64 tokens (T <= 64).
     EXPECT_TRUE(grouped_hybrid_narrow(hl, 48));
     EXPECT_TRUE(grouped_hybrid_narrow(hl, 64));
@@ -777,10 +785,10 @@ TEST(MoeConfig, TuneCacheRoundTripAndFallback) {
   EXPECT_TRUE(MoeTuneCache::load(path).ok());  // missing file: empty cache
 }
 
-// Tensor maps for the FP8 warpgroup-MMA GEMM's TMA loads: only FP8 block-128 experts with D and I
-// multiples of 128 (the reason says which); on a machine without the driver the encoder is
+// Tensor maps for the warpgroup-MMA GEMM's TMA loads: only FP8 block-128 and BF16 experts with D
+// and I multiples of 128 (the reason says which); on a machine without the driver the encoder is
 // missing and the call says so instead of crashing. The key covers every weight pointer.
-TEST(MoeConfig, WeightTensorMapsNeedFp8ExpertsOfWholeTiles) {
+TEST(MoeConfig, WeightTensorMapsNeedFp8OrBf16ExpertsOfWholeTiles) {
   static uint8_t w[6][256];
   GroupedExperts ge;
   ge.fmt = GroupedFmt::kFp8Block;
@@ -797,10 +805,16 @@ TEST(MoeConfig, WeightTensorMapsNeedFp8ExpertsOfWholeTiles) {
   }
   std::vector<uint8_t> maps;
   std::string why;
-  GroupedExperts bf16 = ge;
-  bf16.fmt = GroupedFmt::kBf16;
-  EXPECT_FALSE(grouped_weight_tmaps(bf16, &maps, &why));
+  GroupedExperts nvfp4 = ge;  // (FP8 and BF16 experts take maps; NVFP4's are dequantized)
+  nvfp4.fmt = GroupedFmt::kNvfp4;
+  EXPECT_FALSE(grouped_weight_tmaps(nvfp4, &maps, &why));
   EXPECT_NE(why.find("FP8"), std::string::npos) << why;
+  why.clear();
+  GroupedExperts bf16_odd = ge;
+  bf16_odd.fmt = GroupedFmt::kBf16;
+  bf16_odd.I = 192;
+  EXPECT_FALSE(grouped_weight_tmaps(bf16_odd, &maps, &why));
+  EXPECT_NE(why.find("128"), std::string::npos) << why;
   GroupedExperts odd = ge;
   odd.D = 192;
   why.clear();
