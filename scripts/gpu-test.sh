@@ -66,13 +66,15 @@ lane_model() {
 # the streaming GEMM's stream-K partial sums and arrival counters; the shared expert's slot;
 # gate_up's ring with its first stages issued before the wait (EarlyGateUp); the one-warp
 # grouping (GroupOneWarp); NVFP4 computed in FP8 with its activation tiles by TMA
-# (F4ActivationsByTma: the F4 producers' full barrier counts them as bytes).
+# (F4ActivationsByTma: the F4 producers' full barrier counts them as bytes); the warp-specialized
+# kernels' rings wrapping within an item, BF16 (MoeGroupedBf16Ws), FP8, its pairs and NVFP4
+# (WarpSpecializedRingWraps): stages and headers reused across the `empty` barriers.
 lane_moe() {
   local sum=$1 st=0 tool
   for tool in memcheck racecheck; do
     echo "== compute-sanitizer $tool: moe_grouped_tests (warpgroup-MMA GEMM, stream-K) ($(date +%T))" >>"$sum"
     timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 "$build/bin/moe_grouped_tests" \
-      --gtest_filter='*WarpgroupMmaSmall*:*StreamKSmall*:*PackKernel*:*SharedExpertSmall*:*Fp8ActivationQuantization*:*EarlyGateUp*:*GroupOneWarp*:*F4ActivationsByTma*' \
+      --gtest_filter='*WarpgroupMmaSmall*:*StreamKSmall*:*PackKernel*:*SharedExpertSmall*:*Fp8ActivationQuantization*:*EarlyGateUp*:*GroupOneWarp*:*F4ActivationsByTma*:*MoeGroupedBf16Ws*:*WarpSpecializedRingWraps*' \
       >"$logs/$tool-wgmma.log" 2>&1 || st=1
     grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$logs/$tool-wgmma.log" | tail -n 5 >>"$sum"
   done

@@ -918,6 +918,52 @@ TEST_F(MoeGroupedTest, WarpgroupMmaSmall) {
     }
 }
 
+// BF16's full launch as moe_launch sets it: weight tiles by TMA on the warp-specialized kernel,
+// its single CTAs (bf16_ws 1) or 2-CTA pairs (2; I % 256 == 0, D % 512 == 0), each stage released
+// when its k-block's wgmma completed or a k-block later (bf16_defer); against the reference, on
+// chunks of < 64 and ~100 tokens per expert. One instance per kernel and release (Kernels/
+// MoeGroupedBf16Ws.Small/0..3: ws 1 / 2 x defer off / on), so that gpu-test.sh's sanitizer runs
+// cover them and can tell them apart.
+class MoeGroupedBf16Ws : public MoeGroupedTest,
+                         public ::testing::WithParamInterface<std::tuple<int, bool>> {};
+
+TEST_P(MoeGroupedBf16Ws, Small) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  const auto [ws, defer] = GetParam();
+  for (int64_t T : {77, 300}) {
+    Launch l{.nb = 16, .tc = true, .wgmma = true, .wgmma_tma = true};
+    l.bf16_tma = true;
+    l.bf16_ws = ws;
+    l.bf16_defer = defer;
+    const int64_t n0 = grouped_bf16_tma_gemms();
+    check(Fmt::kBf16, T, 512, 256, 8, 3, Routing::kRandom, l);
+    EXPECT_GT(grouped_bf16_tma_gemms(), n0) << "no GEMM took the maps: T " << T << " ws " << ws;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, MoeGroupedBf16Ws,
+                         ::testing::Combine(::testing::Values(1, 2), ::testing::Bool()));
+
+// The FP8 warp-specialized kernel, its 2-CTA pairs and NVFP4 computed in FP8 where the ring wraps
+// within an item (D 1024: gate_up's 8 k-blocks over the stages; WarpgroupMmaSmall's D 512 fills
+// the ring at most once per item), so that gpu-test.sh's racecheck sees stages and their headers
+// reused across the `empty` barriers (as MoeGroupedBf16Ws does for BF16: 64 k per k-block).
+TEST_F(MoeGroupedTest, WarpSpecializedRingWraps) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  for (int64_t T : {77, 300}) {
+    Launch l{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};  // pairs (I 256, D 1024)
+    check(Fmt::kFp8, T, 1024, 256, 8, 3, Routing::kRandom, l);
+    l.wgmma_pairs = false;
+    l.wgmma_ws = true;
+    check(Fmt::kFp8, T, 1024, 256, 8, 3, Routing::kRandom, l);
+    Launch f4{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+    f4.nvfp4_f8 = true;
+    check(Fmt::kNvfp4, T, 1024, 256, 8, 3, Routing::kRandom, f4);
+  }
+}
+
 // FP8 experts on the warpgroup-MMA GEMM with E4M3 activations (GroupedLaunch::fp8_act): the tc
 // launch over the warpgroup-MMA cases above and the hybrid; the F16-activation run of the same
 // case must differ (the flag is not ignored) and both stay within their tolerances.

@@ -11,7 +11,7 @@
 // copies. cp.async writes through the generic proxy and the wgmma reads through the async proxy:
 // a consumer fences (fence.proxy.async) after its wait on `full`. Warpgroups 1 and 2 consume,
 // each its 64 tokens, one k-block at a time (f8_kblock: quarters of 64 weight rows, two in flight,
-// each promoted while the next runs), and release the stage, one arrival per warp on its `empty`
+// each promoted while the next runs), and release the stage, one arrival per thread on its `empty`
 // mbarrier, once its wgmma completed; the producer waits on that before refilling it. No CTA-wide
 // barrier after the start: the producer runs up to a ring ahead (4 stages of 48 KB) across item
 // boundaries, so the next item's first stages land during the epilogue, and no thread that issues
@@ -26,10 +26,10 @@
 // CTA's producer loads one of the two 128-row weight boxes with TMA multicast into both CTAs (the
 // same offset in each, each CTA's `full` barrier expecting the whole tile); a kLone unit (128
 // tokens or fewer): CTA r computes all of them for n-block 2 q + r with its own weights. A stage is
-// refilled only once the consumers of both CTAs released it (their 16 warps arrive on the `empty`
-// barriers of both), and the CTAs end together (cluster barrier) so that no arrival or multicast
-// targets a CTA that has exited. The token tiles are those of the 128-token list, so the results
-// are the same bits.
+// refilled only once the consumers of both CTAs released it (their 512 threads arrive on the
+// `empty` barriers of both), and the CTAs end together (cluster barrier) so that no arrival or
+// multicast targets a CTA that has exited. The token tiles are those of the 128-token list, so the
+// results are the same bits.
 //
 // NVFP4 computed in FP8 (F4, moe_wgmma_f4ws_kernel, GroupedLaunch::nvfp4_f8): the consumers are
 // those of the FP8 kernel on the same stage layout (the TMA tiles' 64-byte swizzle); the producer
@@ -297,7 +297,7 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       grouped::mbar_init(full + 8 * st, P2   ? (act_tma ? 256 : 384)
                                         : F4 ? (act_tma ? 128 : 256)
                                              : 128 + 1);
-      grouped::mbar_init(empty + 8 * st, PAIRS ? 16 : kConsWarps);  // the consumers' warps
+      grouped::mbar_init(empty + 8 * st, 32 * (PAIRS ? 16 : kConsWarps));  // consumer threads
     }
     grouped::mbar_init_fence();
   }
@@ -492,16 +492,17 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
       da = smem_desc(base + t0 * kRowBytes);
       db = smem_desc_sw64(base + kAStage);
     };
-    // Releases stage st (every wgmma reading it complete) to the producers (of both CTAs).
+    // Releases stage st (every wgmma reading it complete) to the producers (of both CTAs). Every
+    // consumer thread arrives, so that each one's own reads of the stage (its header) are ordered
+    // before its own arrival: compute-sanitizer's racecheck follows that, and not one arrival per
+    // warp after __syncwarp, which it reported as WAR hazards on the headers wherever the ring
+    // wraps (the same order; level in speed: docs/perf.md, session 61).
     auto release = [&](int st) {
-      __syncwarp();
-      if (lane == 0) {
-        if constexpr (PAIRS) {
-          mbar_arrive_cluster(empty + 8 * st, 0);
-          mbar_arrive_cluster(empty + 8 * st, 1);
-        } else {
-          grouped::mbar_arrive(empty + 8 * st);
-        }
+      if constexpr (PAIRS) {
+        mbar_arrive_cluster(empty + 8 * st, 0);
+        mbar_arrive_cluster(empty + 8 * st, 1);
+      } else {
+        grouped::mbar_arrive(empty + 8 * st);
       }
     };
     float acc[BN / 2];
