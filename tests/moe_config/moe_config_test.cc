@@ -398,16 +398,18 @@ TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   // EP8 (32 local experts, a slot per row): NVFP4 from 12, the others as unsharded.
   EXPECT_FALSE(wg(383, 2048, 32, 1, nv));
   EXPECT_TRUE(wg(384, 2048, 32, 1, nv));
-  EXPECT_FALSE(wg(640, 2048, 32, 1, fp8));
-  EXPECT_FALSE(wg(992, 2048, 32, 1, bf16));
-  EXPECT_TRUE(wg(1024, 2048, 32, 1, fp8));
-  // Unsharded GLM-5 / DeepSeek-V3 widths.
-  EXPECT_FALSE(wg(992, 2048, 256, 8, bf16));
-  EXPECT_TRUE(wg(1024, 2048, 256, 8, bf16));
-  EXPECT_FALSE(wg(992, 2048, 256, 8, fp8));
-  EXPECT_TRUE(wg(1024, 2048, 256, 8, fp8));
-  EXPECT_FALSE(wg(608, 2048, 256, 8, nv));  // 19
-  EXPECT_TRUE(wg(640, 2048, 256, 8, nv));   // 20
+  // FP8 from 20 per expert, BF16 from 24 (as unsharded).
+  EXPECT_FALSE(wg(639, 2048, 32, 1, fp8));
+  EXPECT_TRUE(wg(640, 2048, 32, 1, fp8));
+  EXPECT_FALSE(wg(767, 2048, 32, 1, bf16));
+  EXPECT_TRUE(wg(768, 2048, 32, 1, bf16));
+  // Unsharded GLM-5 / DeepSeek-V3 widths: T / 32 per expert.
+  EXPECT_FALSE(wg(736, 2048, 256, 8, bf16));  // 23
+  EXPECT_TRUE(wg(768, 2048, 256, 8, bf16));   // 24
+  EXPECT_FALSE(wg(608, 2048, 256, 8, fp8));   // 19
+  EXPECT_TRUE(wg(640, 2048, 256, 8, fp8));    // 20
+  EXPECT_FALSE(wg(608, 2048, 256, 8, nv));    // 19
+  EXPECT_TRUE(wg(640, 2048, 256, 8, nv));     // 20
   for (GroupedFmt f : kFmts)
     EXPECT_FALSE(moe_heuristic_config({640, 6144, 256, 256, 8, f}, sm120).wgmma);
   // NVFP4's hybrid threshold.

@@ -120,8 +120,9 @@ constexpr int64_t kGroupedNvf8HybridMinExperts = 128;
 constexpr int64_t kGroupedNvfp4Hybrid32MinRows = 512;
 
 // The warpgroup-MMA launch for every expert of a call from this many expected tokens per expert
-// (moe_heuristic_config): kWgmmaMinTokensBf16 for BF16 / FP8 (NVFP4: kF4P2MinMean below),
-// lower where the streaming kernels are bound by their instructions, not HBM. NOTE: measured on an
+// (moe_heuristic_config): kWgmmaMinMeanFp8 / kWgmmaMinMeanBf16 unsharded and on EP8's experts
+// (NVFP4: kF4P2MinMean below), lower on TP8 shards where the streaming kernels are bound by their
+// instructions, not HBM. NOTE: measured on an
 // H100 (docs/perf.md, 2026-12-05 session 47; moe_bench --wg 0|1, each case held 500-800 ms under
 // load before it is timed, uniform / zipf1 / hot8 routing):
 // - TP8 shards (I 256): NVFP4 T 512 / 640 / 1024 (16 / 20 / 32 per expert) 486 / 591 / 885 us
@@ -166,6 +167,18 @@ constexpr int64_t kGroupedNvfp4Hybrid32MinRows = 512;
 //   0.64 (the hybrid's TP8 hot experts at 234 / 193 us against P2's 114 / 124). From 12.
 constexpr double kF4P2MinMeanSharded = 12;
 constexpr double kF4P2MinMean = 20;
+// FP8 / BF16 unsharded and EP8 (I > 256). NOTE: measured on an H100 (docs/perf.md, 2026-12-07
+// session 61; bench/moe/crossover.sh: the heuristic's streaming launch against --wg 1 in
+// alternated sustained runs, wg / heuristic): FP8 glm5 / dsv3 uniform T 640 / 768 / 896 (20 / 24 /
+// 28 per expert) 0.907 / 0.866 / 0.753 (glm5 T 640 3594 -> 3259 us), EP8 (22 / 26 / 29 per
+// expert) 0.905 / 0.769 / 0.742 (T 768 582 -> 447 us); glm5 zipf1 0.857-0.889, hot8 0.826-0.920
+// (EP8's skewed rows are past 32 per expert already: level). BF16 glm5 T 768 / 896 0.953 / 0.957,
+// zipf1 0.937 / 0.943, hot8 0.835 / 0.801, EP8 0.862 / 0.867. Both launches read the weights near
+// HBM's limit there (the full launch 2.96 TB/s at glm5 FP8 T 640, 88% of the H100's 3.35; the
+// streaming one 80%), so the ratios should hold on the H200 (not measured there). Below them
+// (session 47, docs/perf.md): FP8 at 12-16 per expert 0.92-0.96, BF16 at 16 1.00-1.03.
+constexpr double kWgmmaMinMeanFp8 = 20;
+constexpr double kWgmmaMinMeanBf16 = 24;
 // P2's 64-token tiles against the one-producer kernel's 128 on the full launch: P2 below 64 slots
 // per expert. NOTE: measured on an H100 (docs/perf.md, 2026-12-05 session 49; moe_bench --wg 1
 // against the same with P2, interleaved, uniform routing): B/A glm5 / dsv3 / EP8 / TP8 at T 256..
@@ -187,7 +200,7 @@ double wgmma_min_mean(const MoeShape& s) {
   if (nvfp4 && (s.I <= 256 || s.E < kGroupedNvf8HybridMinExperts)) return kF4P2MinMeanSharded;
   if (nvfp4) return kF4P2MinMean;
   if (s.I <= 256) return s.fmt == GroupedFmt::kBf16 ? 24 : 12;  // TP8 shards
-  return kWgmmaMinTokensBf16;
+  return s.fmt == GroupedFmt::kBf16 ? kWgmmaMinMeanBf16 : kWgmmaMinMeanFp8;
 }
 }  // namespace
 
