@@ -26,7 +26,8 @@ bad "--nb x: expected" --nb x
 bad "--warps 99: expected" --warps 99
 bad "--ctas -1: expected" --ctas -1
 bad "--pipe 2: expected" --pipe 2
-bad "--wg 2: expected" --wg 2
+bad "--wg 3: expected" --wg 3
+bad "--ab: --wg takes 0" --ab "--wg 3"
 bad "--sweep 3: expected 0, 1 or 2" --sweep 3
 bad "--shared 5: expected" --shared 5
 bad "--sustain-ms -1: expected" --sustain-ms -1

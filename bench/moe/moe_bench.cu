@@ -20,7 +20,7 @@
 // Usage: moe_bench [--fmt bf16,fp8,nvfp4] [--shape glm5,dsv3,glm5-tp8,glm5-ep8,dsv3-tp8,dsv3-ep8]
 //                  [--routing uniform,zipf1,zipf1.5,hot8] [--tokens 1,4,8,...,4096,8192]
 //                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
-//                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--wg 0|1]
+//                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--wg 0|1|2]
 //                  [--layout packed|rowmajor]
 //                  [--shared 0|1|2] [--f8act 0|1] [--r2 0|1] [--two-step 0|1] [--tma 0|1]
 //                  [--ws 0|1] [--pairs 0|1] [--narrow 0|1] [--pdl 0|1] [--hybrid-min N]
@@ -36,8 +36,9 @@
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
 // --nb / --warps / --ctas / --pipe override the heuristic's choice, --wg 1 takes the
-// warpgroup-MMA GEMM's configuration instead (a forced configuration that does not fit the device
-// is skipped with a message).
+// warpgroup-MMA GEMM's configuration instead, --wg 2 the streaming one (moe_streaming_config:
+// what the heuristic takes below its tile GEMMs' thresholds) (a forced configuration that does
+// not fit the device is skipped with a message).
 // --routing-dir writes routing_<shape>_<routing>_T<T>.bin: int32 [rows, K] of the ids the
 // kernels see (EP: [rows, 1] local ids) for bench/moe/moe_vs_torch.py. --shared 1 adds a shared
 // expert of the routed shape that rides along in the grouped kernels (one more expert and slot
@@ -101,11 +102,12 @@
 // --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,
 // --hquant, --nvf8, --act-t, --act-tma, --x-pos, --early-gu, --group-warp, --hybrid-gb,
 // --hybrid-share, --f4p2, --f4p2-big, --f4p2-split, --f4p2-split-share, --defer, --early-down;
-// e.g. --ab "--hybrid-min 0"; and --wg 0|1, B on the heuristic's / the warpgroup-MMA
-// configuration instead of A's, e.g. --ab "--wg 1" for where the heuristic should take the
-// warpgroup-MMA launch). Both graphs are captured and their replays alternate (A B, B A, ...;
-// each after its own L2 flush), so both see the same clocks and power state; a line "ab ..." gives
-// A's and B's medians and the median of the per-replay ratios B / A (the table row is A's;
+// e.g. --ab "--hybrid-min 0"; and --wg 0|1|2, B on the heuristic's / the warpgroup-MMA / the
+// streaming configuration instead of A's, e.g. --ab "--wg 1" for where the heuristic should take
+// the warpgroup-MMA launch, --ab "--wg 2" for where it takes a tile GEMM). Both graphs are captured
+// and their replays alternate (A B, B A, ...; each after its own L2 flush), so both see the same
+// clocks and power state; a line "ab ..." gives A's and B's medians and the median of the
+// per-replay ratios B / A (the table row is A's;
 // --json adds ab_us and ab_ratio). Separate calls of the same case differ by up to 2-5% at
 // prefill and under NVFP4's power limit (docs/perf.md).
 // --ab-blocks N (with --ab and --sustain-ms S): N rounds of blocks instead of single replays,
@@ -272,7 +274,8 @@ int main(int argc, char** argv) {
   std::vector<int64_t> tokens = {1, 4, 8, 32, 64, 128, 256};
   int iters = 30, force_nb = 0, force_warps = 0, force_ctas = 0, force_pipe = -1;
   int sweep = 0, force_wg = 0;
-  int ab_wg = -1;  // --ab "--wg 0|1": B's configuration (the heuristic's / the warpgroup-MMA one)
+  int ab_wg =
+      -1;  // --ab "--wg 0|1|2": B's configuration (the heuristic's / warpgroup MMA / streaming)
   std::string routing_dir, json_path;
   std::string ab_flags;
   struct IntFlag {
@@ -287,7 +290,7 @@ int main(int argc, char** argv) {
       {"--warps", 0, 32, "0 (the heuristic's) or warps per CTA", &force_warps},
       {"--ctas", 0, 32, "0 (the heuristic's) or CTAs per SM", &force_ctas},
       {"--pipe", -1, 1, "-1 (the heuristic's), 0 or 1", &force_pipe},
-      {"--wg", 0, 1, "0 (the heuristic's) or 1 (the warpgroup-MMA GEMM)", &force_wg},
+      {"--wg", 0, 2, "0 (the heuristic's), 1 (the warpgroup-MMA GEMM) or 2 (streaming)", &force_wg},
       {"--sweep", 0, 2, "0, 1 or 2", &sweep},
       {"--shared", 0, 2, "0, 1 (folded) or 2 (apart)", &g_shared},
       {"--sustain-ms", 0, 600000, "milliseconds in 0..600000", &g_sustain_ms},
@@ -361,11 +364,13 @@ int main(int argc, char** argv) {
     }
     for (size_t j = 0; j < words.size(); j += 2) {
       if (words[j] == "--wg") {  // B on another configuration: the one flag that is not a launch's
-        if (words[j + 1] != "0" && words[j + 1] != "1") {
-          std::fprintf(stderr, "--ab: --wg takes 0 (the heuristic's) or 1 (warpgroup MMA)\n");
+        if (words[j + 1] != "0" && words[j + 1] != "1" && words[j + 1] != "2") {
+          std::fprintf(stderr,
+                       "--ab: --wg takes 0 (the heuristic's), 1 (warpgroup MMA) or 2 "
+                       "(streaming)\n");
           return 2;
         }
-        ab_wg = words[j + 1] == "1" ? 1 : 0;
+        ab_wg = words[j + 1][0] - '0';
         continue;
       }
       const int r = parse_launch_flag(words[j], words[j + 1], &g_ov_b);
@@ -522,7 +527,8 @@ int main(int argc, char** argv) {
             if (std::find(cands.begin(), cands.end(), heur) == cands.end()) cands.push_back(heur);
           } else {
             MoeKernelConfig c = heur;
-            if (force_wg) c = kMoeWgmmaConfig;
+            if (force_wg == 1) c = kMoeWgmmaConfig;
+            if (force_wg == 2) c = moe_streaming_config(ms, lim);
             if (force_nb) c.nb = force_nb;
             if (force_warps) c.warps_per_cta = force_warps;
             if (force_ctas) c.ctas_per_sm = force_ctas;
@@ -535,7 +541,10 @@ int main(int argc, char** argv) {
           }
           // --ab "--wg N": B's configuration for each of A's (else A's own).
           auto config_b = [&](const MoeKernelConfig& c) {
-            return ab_wg == 1 ? kMoeWgmmaConfig : ab_wg == 0 ? heur : c;
+            return ab_wg == 1   ? kMoeWgmmaConfig
+                   : ab_wg == 2 ? moe_streaming_config(ms, lim)
+                   : ab_wg == 0 ? heur
+                                : c;
           };
           if (g_ab && ab_wg >= 0 && !moe_config_fits(config_b(heur), L.fmt, lim)) {
             std::fprintf(stderr,

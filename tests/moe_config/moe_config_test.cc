@@ -430,6 +430,29 @@ TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   EXPECT_TRUE(moe_launch(d, sm90, nv, 1024, 256, 2048).nvfp4_f8);
 }
 
+// moe_streaming_config (moe_bench --wg 2): the heuristic's configuration wherever that is not a
+// tile GEMM, and never a tile GEMM itself, on sm_90 and without wgmma.
+TEST(MoeConfig, StreamingConfigIsTheHeuristicsBelowItsTileGemms) {
+  MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
+  sm90.cc = 90;
+  sm120.cc = 120;
+  int tile = 0;
+  for (const MoeDeviceLimits& lim : {sm90, sm120})
+    for (GroupedFmt f : kFmts)
+      for (int64_t I : {256, 2048})
+        for (int64_t T : {1, 8, 64, 256, 608, 640, 768, 1024, 4096}) {
+          const MoeShape s{T, 6144, I, 256, 8, f};
+          const MoeKernelConfig st = moe_streaming_config(s, lim), h = moe_heuristic_config(s, lim);
+          EXPECT_FALSE(st.tc) << moe_fmt_name(f) << " T " << T << " I " << I;
+          EXPECT_TRUE(moe_config_fits(st, f, lim));
+          if (h.tc)
+            ++tile;
+          else
+            EXPECT_EQ(st, h) << moe_fmt_name(f) << " T " << T << " I " << I;
+        }
+  EXPECT_GT(tile, 20);  // the heuristic took a tile GEMM in many of them
+}
+
 // Scratch of the FP8 activations (GroupedScratch::q): none unless FP8 experts reach the
 // warpgroup-MMA GEMM with fp8_act (tc launch, or the hybrid at T >= its threshold); then the
 // larger of x [T, D] and h [T*KS, I] in E4M3 bytes (16-byte rounded) plus an f32 per 128.

@@ -204,7 +204,13 @@ double wgmma_min_mean(const MoeShape& s) {
 }
 }  // namespace
 
-MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim) {
+namespace {
+double expected_tokens_per_expert(const MoeShape& s) {
+  return s.E > 0 ? static_cast<double>(s.T * s.K) / static_cast<double>(s.E) : 1;
+}
+}  // namespace
+
+MoeKernelConfig moe_streaming_config(const MoeShape& s, const MoeDeviceLimits& lim) {
   // Expected tokens per expert (T*K/E). Measured on the H200 (docs/perf.md, sweep of 2026-11-30):
   // 8-token tiles win up to ~4 tokens per expert (BF16: ~2), 16-token tiles up to ~16 (an
   // expert with more tokens takes a second tile and re-reads its weights, cheaper than wider
@@ -212,7 +218,7 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
   // 2026-12-01 (T 384..2048 sweep and A/B): 32-token tiles from 12 tokens per expert for BF16 /
   // FP8 (T 512 BF16 5128 us against 6495 with 16-token tiles, FP8 3064 against 3378); NVFP4 keeps
   // 16-token tiles to 16 (its 16-token ring beats 32-token streaming at T 512).
-  const double mean = s.E > 0 ? static_cast<double>(s.T * s.K) / static_cast<double>(s.E) : 1;
+  const double mean = expected_tokens_per_expert(s);
   const bool bf16 = s.fmt == GroupedFmt::kBf16, nvfp4 = s.fmt == GroupedFmt::kNvfp4;
   MoeKernelConfig c;
   c.nb = mean <= (bf16 ? 2.5 : 4.5) ? 1 : mean <= (nvfp4 ? 16 : 12) ? 2 : 4;
@@ -273,6 +279,13 @@ MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& l
     }
   while (!moe_config_fits(c, s.fmt, lim) && c.nb > 1) c.nb /= 2;
   if (!moe_config_fits(c, s.fmt, lim)) c.warps_per_cta = 4;
+  return c;
+}
+
+MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim) {
+  const double mean = expected_tokens_per_expert(s);
+  const bool bf16 = s.fmt == GroupedFmt::kBf16;
+  const MoeKernelConfig c = moe_streaming_config(s, lim);
   // Many tokens per expert: the tensor-core tile GEMM (BF16); 128-token tiles with two CTAs per
   // SM where they fit (sm_90; one on sm_120) from 64 tokens per expert, 64-token tiles below.
   // sm_90: the warpgroup-MMA GEMM for every format once most experts fill its 128-token tiles.

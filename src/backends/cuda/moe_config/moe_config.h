@@ -75,14 +75,18 @@ MoeDeviceLimits moe_limits(const DeviceInfo& d);
 bool moe_config_fits(const MoeKernelConfig& c, GroupedFmt f, const MoeDeviceLimits& lim);
 // Every configuration the tuner may try for `s`; all of them fit `lim`.
 std::vector<MoeKernelConfig> moe_candidate_configs(const MoeShape& s, const MoeDeviceLimits& lim);
-// The configuration used without a tune-cache entry: token tile from the expected tokens per
-// expert (T*K/E, with room for Poisson spread); NVFP4 the cp.async ring in 4-warp CTAs (16 warps
-// per SM, 12 for few items), BF16/FP8 register streaming in 4-warp CTAs, 2 per SM (BF16: 3 when
-// that takes one round of gate_up items fewer, up to 3 rounds; stream-K in the ring when the
-// gate_up items are at most 2 per SM); the first of these that fits; on sm_90
-// the warpgroup-MMA tile GEMM from 32 (BF16, FP8) or 48 (NVFP4) tokens per expert, from 24 / 12 /
-// 20 on TP8 shards (I <= 256) and from 20 for NVFP4 with fewer than 128 experts (EP8); elsewhere
-// BF16 from 32 tokens per expert: the tc tile GEMM (64-token tiles; 128-token, 2 CTAs from 64).
+// The streaming configuration for `s`: token tile from the expected tokens per expert (T*K/E,
+// with room for Poisson spread); NVFP4 the cp.async ring in 4-warp CTAs (16 warps per SM, 12 for
+// few items), BF16/FP8 register streaming in 4-warp CTAs, 2 per SM (BF16: 3 when that takes one
+// round of gate_up items fewer, up to 3 rounds; stream-K in the ring when the gate_up items are at
+// most 2 per SM); the first of these that fits. What moe_heuristic_config takes below its tile
+// GEMMs' thresholds (moe_bench --wg 2 times it above them).
+MoeKernelConfig moe_streaming_config(const MoeShape& s, const MoeDeviceLimits& lim);
+// The configuration used without a tune-cache entry: on sm_90 the warpgroup-MMA tile GEMM from
+// 24 (BF16) / 20 (FP8, NVFP4) expected tokens per expert, from 24 / 12 / 12 on TP8 shards (I <=
+// 256) and from 12 for NVFP4 with fewer than 128 experts (EP8); elsewhere BF16 from 32 tokens per
+// expert: the tc tile GEMM (64-token tiles; 128-token, 2 CTAs from 64); else
+// moe_streaming_config.
 MoeKernelConfig moe_heuristic_config(const MoeShape& s, const MoeDeviceLimits& lim);
 // GroupedLaunch for the kernels from a configuration for format `f`; on sm_90 a register-streaming
 // configuration also sends experts with many tokens of a call to the warpgroup-MMA GEMM
