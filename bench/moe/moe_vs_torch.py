@@ -8,8 +8,14 @@ Bytes: touched experts' weights (+ scales) and activations, same model as moe_be
 2 * assignments * 3 * D * I. The rows, routings and token counts are those of --ours (moe_bench
 --json); the ids come from moe_bench's routing files routing_<shape>_<routing>_T<T>.bin (int32
 [rows, K]; EP shapes: [rows, 1] local ids, one row per (token, local expert)).
+--layer full times torch's whole layer as ours is timed: the routing's sort and the experts' row
+offsets (stable argsort of the ids, counts by scatter_add, cumsum: no host sync), the gather of
+x's rows (and their E4M3 cast for FP8), the grouped GEMMs, and the combine (f32 y += the slot rows
+x routing weights, index_add_); the default (--layer gemms) times the grouped GEMMs and SiLU on
+rows already sorted and gathered, torch's best case (ours includes the grouping, the gather and
+the combine either way: at TP8 T 8192 they are ~20% of our layer, docs/perf.md session 61).
 Usage: moe_vs_torch.py --routing-dir DIR --ours ours.jsonl [--shape glm5,dsv3,glm5-tp8,...]
-                       [--iters 20] [--md table.md] [--flush memset|read]
+                       [--iters 20] [--md table.md] [--flush memset|read] [--layer gemms|full]
 """
 import argparse
 import json
@@ -72,6 +78,36 @@ def measure_torch(torch, np, args, sname, routing, T, w, iters):
     x = torch.randn(rows, D, device="cuda", dtype=torch.bfloat16)
     xs = x[order // K].contiguous()
     res = {"rows": rows, "unique": uniq}
+    full = args.layer == "full"
+    if full:  # the whole layer: routing weights per slot, x in token order, f32 y
+        xt = torch.randn(rows, D, device="cuda", dtype=torch.bfloat16)
+        wts = torch.rand(rows * K, device="cuda")
+        ones = torch.ones(rows * K, device="cuda", dtype=torch.int32)
+
+        def route():  # slot order by expert and the experts' row offsets, on the device
+            o = torch.argsort(flat, stable=True)
+            cnt = torch.zeros(E, device="cuda", dtype=torch.int32).scatter_add_(0, flat, ones)
+            return o, torch.cumsum(cnt, 0, dtype=torch.int32)
+
+        def combine(out, o):  # y[token] += routing weight x the slot's row
+            y = torch.zeros(rows, D, device="cuda", dtype=torch.float32)
+            return y.index_add_(0, o // K, out.float() * wts[o].unsqueeze(1))
+
+        def bf16_full():
+            o, of = route()
+            h = torch._grouped_mm(xt[o // K], w13.transpose(-2, -1), offs=of)
+            a = torch.nn.functional.silu(h[:, :I]) * h[:, I:]
+            return combine(torch._grouped_mm(a, w2.transpose(-2, -1), offs=of), o)
+
+        def fp8_full():
+            o, of = route()
+            xq_ = xt[o // K].to(torch.float8_e4m3fn)
+            h = torch._scaled_grouped_mm(xq_, w13f.transpose(-2, -1), sa, s13, offs=of,
+                                         out_dtype=torch.bfloat16)
+            a = (torch.nn.functional.silu(h[:, :I]) * h[:, I:]).to(torch.float8_e4m3fn)
+            out = torch._scaled_grouped_mm(a, w2f.transpose(-2, -1), sa, s2, offs=of,
+                                           out_dtype=torch.bfloat16)
+            return combine(out, o)
 
     def bf16_layer():
         h = torch._grouped_mm(xs, w13.transpose(-2, -1), offs=offs)
@@ -80,7 +116,7 @@ def measure_torch(torch, np, args, sname, routing, T, w, iters):
         return torch._grouped_mm(a, w2.transpose(-2, -1), offs=offs)
 
     try:
-        res["bf16"] = bench_graph(torch, bf16_layer, iters, args.flush)
+        res["bf16"] = bench_graph(torch, bf16_full if full else bf16_layer, iters, args.flush)
     except Exception as e:  # noqa: BLE001
         print(f"torch._grouped_mm {sname} {routing} T={T}: {type(e).__name__}: {str(e)[:200]}")
     if w13f is not None:
@@ -96,7 +132,7 @@ def measure_torch(torch, np, args, sname, routing, T, w, iters):
                                             out_dtype=torch.bfloat16)
 
         try:
-            res["fp8"] = bench_graph(torch, fp8_layer, iters, args.flush)
+            res["fp8"] = bench_graph(torch, fp8_full if full else fp8_layer, iters, args.flush)
         except Exception as e:  # noqa: BLE001
             print(f"torch._scaled_grouped_mm {sname} {routing} T={T}: {type(e).__name__}: "
                   f"{str(e)[:200]}")
@@ -120,6 +156,9 @@ def main():
     ap.add_argument("--md", default="")
     ap.add_argument("--flush", choices=("memset", "read"), default="memset",
                     help="the L2 flush before each replay (as moe_bench --flush)")
+    ap.add_argument("--layer", choices=("gemms", "full"), default="gemms",
+                    help="torch's timed layer: the grouped GEMMs on sorted, gathered rows, or "
+                    "with the sort, the gather and the combine (as ours)")
     args = ap.parse_args()
     try:
         import numpy as np
@@ -203,7 +242,9 @@ def main():
                      + f" | {ratio(r, 'bf16', 'torch_bf16')} | {ratio(r, 'fp8', 'torch_fp8')} |")
     table = "\n".join(lines)
     print("Cells: time in us (effective bandwidth as % of 4.8 TB/s; TFLOP/s where >= 100). "
-          "rows: token rows this GPU computes (EP: one per local assignment).")
+          "rows: token rows this GPU computes (EP: one per local assignment). torch: "
+          + ("the whole layer (sort, gather, GEMMs, combine)" if args.layer == "full"
+             else "the grouped GEMMs on sorted, gathered rows") + ".")
     print(table)
     if args.md:
         with open(args.md, "w") as f:

@@ -14,6 +14,8 @@
 #   MOE_BENCH_TOKENS (1,4,8,32,64,128,256), MOE_BENCH_FMT (bf16,fp8,nvfp4), MOE_BENCH_SWEEP (1),
 #   MOE_BENCH_ITERS (20).
 #   MOE_SKIP_TESTS=1, MOE_SKIP_TORCH=1, MOE_TORCH_TIMEOUT (s, default 300), MOE_EXTRA_TARGETS.
+#   MOE_TORCH_LAYER=gemms|full: torch's timed layer (moe_vs_torch.py --layer: its grouped GEMMs on
+#                             sorted, gathered rows, the default, or with the sort, gather, combine).
 #   MOE_BENCH_FLUSH=memset|read: the L2 flush of both benchmarks (moe_bench --flush; read leaves
 #                             clean lines, docs/perf.md session 53).
 #   MOE_BENCH_SUSTAIN_MS=N: moe_bench --sustain-ms N (each case held under load N ms before it is
@@ -92,7 +94,7 @@ if [ "${MOE_SKIP_TORCH:-0}" != 1 ]; then
   echo "== torch $(date +%T)" | tee -a "$out/summary.txt"
   PYTHONUNBUFFERED=1 timeout "${MOE_TORCH_TIMEOUT:-300}" python3 bench/moe/moe_vs_torch.py \
     --routing-dir $rd --ours "$out/ours.jsonl" --md "$out/table.md" --flush "${MOE_BENCH_FLUSH:-memset}" \
-    --time-budget $(( ${MOE_TORCH_TIMEOUT:-300} - 40 )) >"$out/torch.log" 2>&1 ||
+    --layer "${MOE_TORCH_LAYER:-gemms}" --time-budget $(( ${MOE_TORCH_TIMEOUT:-300} - 40 )) >"$out/torch.log" 2>&1 ||
     status=1
   tail -n 80 "$out/torch.log" | tee -a "$out/summary.txt"
 fi
