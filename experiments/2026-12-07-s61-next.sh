@@ -13,6 +13,12 @@ gpu_test
 B=build-gpu/bin/moe_bench
 TMO=60 run fp8 $B --fmt fp8 --shape glm5,glm5-ep8 --routing uniform,zipf1 --tokens 608,640,768 --iters 20
 TMO=60 run bf16 $B --fmt bf16 --shape glm5,glm5-ep8 --tokens 736,768 --iters 20
+# BF16's full launch with hot experts (hot8 T 1024 / 2048: 32 / 64 per expert): moe_launch's pairs
+# + deferral against the old 256-thread kernel, both orders (python3 experiments/abtab.py next.log).
+OFF="--bf16-tma 0 --bf16-ws 0 --bf16-defer 0"
+H="--fmt bf16 --shape glm5,dsv3 --routing hot8,zipf1 --tokens 1024,2048 --iters 10"
+TMO=60 run "off-on-pairsd" $B $H $OFF --ab "--bf16-tma 1 --bf16-ws 2 --bf16-defer 1"
+TMO=60 run "on-off-pairsd" $B $H --ab "$OFF"
 # torch's whole layer (moe_vs_torch.py --layer full: sort, gather, GEMMs, combine; first run of
 # that mode) against ours and against torch's GEMMs alone, T 8192 and the EP8 T 768 row.
 mkdir -p "$o/rd"
