@@ -32,9 +32,9 @@ for f in bf16 fp8; do
 done
 rm -rf "$o/rd"
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  BASE=2 ROUNDS=2 SUSTAIN_MS=500 ITERS=20 OUT=$o/x TMO=200 TAIL=30 run xover-fp8 bash bench/moe/crossover.sh \
-    $B --shape glm5,glm5-ep8 --fmt fp8 --tokens 512,640,768
-  BASE=2 ROUNDS=2 SUSTAIN_MS=500 ITERS=20 OUT=$o/x TMO=120 TAIL=30 run xover-bf16 bash bench/moe/crossover.sh \
+  BASE=2 ROUNDS=2 SUSTAIN_MS=500 ITERS=20 OUT=$o/x TMO=120 TAIL=30 run xover-fp8 bash bench/moe/crossover.sh \
+    $B --shape glm5,glm5-ep8 --fmt fp8 --tokens 512,640
+  BASE=2 ROUNDS=2 SUSTAIN_MS=500 ITERS=20 OUT=$o/x TMO=80 TAIL=30 run xover-bf16 bash bench/moe/crossover.sh \
     $B --shape glm5,glm5-ep8 --fmt bf16 --tokens 640,768
   rm -rf "$o/x"
 fi
