@@ -76,63 +76,48 @@ def measure_torch(torch, np, args, sname, routing, T, w, iters):
     offs = torch.cumsum(counts, 0).to(torch.int32)
     uniq = int((counts > 0).sum())
     x = torch.randn(rows, D, device="cuda", dtype=torch.bfloat16)
-    xs = x[order // K].contiguous()
     res = {"rows": rows, "unique": uniq}
-    full = args.layer == "full"
-    if full:  # the whole layer: routing weights per slot, x in token order, f32 y
-        xt = torch.randn(rows, D, device="cuda", dtype=torch.bfloat16)
-        wts = torch.rand(rows * K, device="cuda")
+    sa = torch.ones(rows * K, device="cuda")  # FP8 rowwise activation scales
+
+    # The grouped GEMMs and SiLU on rows sorted by expert (offsets `of`).
+    def gemms_bf16(xs_, of):
+        h = torch._grouped_mm(xs_, w13.transpose(-2, -1), offs=of)
+        a = torch.nn.functional.silu(h[:, :I]) * h[:, I:]
+        return torch._grouped_mm(a, w2.transpose(-2, -1), offs=of)
+
+    def gemms_fp8(xq_, of):
+        h = torch._scaled_grouped_mm(xq_, w13f.transpose(-2, -1), sa, s13, offs=of,
+                                     out_dtype=torch.bfloat16)
+        a = (torch.nn.functional.silu(h[:, :I]) * h[:, I:]).to(torch.float8_e4m3fn)
+        return torch._scaled_grouped_mm(a, w2f.transpose(-2, -1), sa, s2, offs=of,
+                                        out_dtype=torch.bfloat16)
+
+    if args.layer == "full":  # the whole layer from x in token order: sort, gather, combine
+        wts = torch.rand(rows * K, device="cuda")  # routing weight per slot
         ones = torch.ones(rows * K, device="cuda", dtype=torch.int32)
 
-        def route():  # slot order by expert and the experts' row offsets, on the device
-            o = torch.argsort(flat, stable=True)
+        def layer(gemms, cast):
+            o = torch.argsort(flat, stable=True)  # slot order and row offsets, on the device
             cnt = torch.zeros(E, device="cuda", dtype=torch.int32).scatter_add_(0, flat, ones)
-            return o, torch.cumsum(cnt, 0, dtype=torch.int32)
-
-        def combine(out, o):  # y[token] += routing weight x the slot's row
-            y = torch.zeros(rows, D, device="cuda", dtype=torch.float32)
+            out = gemms(cast(x[o // K]), torch.cumsum(cnt, 0, dtype=torch.int32))
+            y = torch.zeros(rows, D, device="cuda", dtype=torch.float32)  # y[token] += w x row
             return y.index_add_(0, o // K, out.float() * wts[o].unsqueeze(1))
 
-        def bf16_full():
-            o, of = route()
-            h = torch._grouped_mm(xt[o // K], w13.transpose(-2, -1), offs=of)
-            a = torch.nn.functional.silu(h[:, :I]) * h[:, I:]
-            return combine(torch._grouped_mm(a, w2.transpose(-2, -1), offs=of), o)
-
-        def fp8_full():
-            o, of = route()
-            xq_ = xt[o // K].to(torch.float8_e4m3fn)
-            h = torch._scaled_grouped_mm(xq_, w13f.transpose(-2, -1), sa, s13, offs=of,
-                                         out_dtype=torch.bfloat16)
-            a = (torch.nn.functional.silu(h[:, :I]) * h[:, I:]).to(torch.float8_e4m3fn)
-            out = torch._scaled_grouped_mm(a, w2f.transpose(-2, -1), sa, s2, offs=of,
-                                           out_dtype=torch.bfloat16)
-            return combine(out, o)
-
-    def bf16_layer():
-        h = torch._grouped_mm(xs, w13.transpose(-2, -1), offs=offs)
-        g, u = h[:, :I], h[:, I:]
-        a = torch.nn.functional.silu(g) * u
-        return torch._grouped_mm(a, w2.transpose(-2, -1), offs=offs)
+        bf16_layer = lambda: layer(gemms_bf16, lambda t: t)  # noqa: E731
+        fp8_layer = lambda: layer(gemms_fp8, lambda t: t.to(torch.float8_e4m3fn))  # noqa: E731
+    else:  # the GEMMs on rows already sorted and gathered
+        xs = x[order // K].contiguous()
+        xq = xs.to(torch.float8_e4m3fn) if w13f is not None else None
+        bf16_layer = lambda: gemms_bf16(xs, offs)  # noqa: E731
+        fp8_layer = lambda: gemms_fp8(xq, offs)  # noqa: E731
 
     try:
-        res["bf16"] = bench_graph(torch, bf16_full if full else bf16_layer, iters, args.flush)
+        res["bf16"] = bench_graph(torch, bf16_layer, iters, args.flush)
     except Exception as e:  # noqa: BLE001
         print(f"torch._grouped_mm {sname} {routing} T={T}: {type(e).__name__}: {str(e)[:200]}")
     if w13f is not None:
-        xq = xs.to(torch.float8_e4m3fn)
-        sa = torch.ones(xs.shape[0], device="cuda")
-
-        def fp8_layer():
-            h = torch._scaled_grouped_mm(xq, w13f.transpose(-2, -1), sa, s13, offs=offs,
-                                         out_dtype=torch.bfloat16)
-            g, u = h[:, :I], h[:, I:]
-            a = (torch.nn.functional.silu(g) * u).to(torch.float8_e4m3fn)
-            return torch._scaled_grouped_mm(a, w2f.transpose(-2, -1), sa, s2, offs=offs,
-                                            out_dtype=torch.bfloat16)
-
         try:
-            res["fp8"] = bench_graph(torch, fp8_full if full else fp8_layer, iters, args.flush)
+            res["fp8"] = bench_graph(torch, fp8_layer, iters, args.flush)
         except Exception as e:  # noqa: BLE001
             print(f"torch._scaled_grouped_mm {sname} {routing} T={T}: {type(e).__name__}: "
                   f"{str(e)[:200]}")
