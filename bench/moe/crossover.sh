@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Where the warpgroup-MMA launch overtakes the streaming one on this GPU (the thresholds of
 # moe_heuristic_config, src/backends/cuda/moe_config/moe_config.cc): moe_bench with the heuristic's
-# configuration and with `--wg 1`, alternated ROUNDS times, each case held under load
-# (--sustain-ms) before it is timed, then per case the median of each and wg / heuristic (< 1: the
-# warpgroup-MMA launch is faster). Separate runs, not interleaved replays: the two launches have
+# configuration (BASE=2: the streaming one) and with `--wg 1`, alternated ROUNDS times, each case
+# held under load (--sustain-ms) before it is timed, then per case the median of each and wg /
+# base (< 1: the warpgroup-MMA launch is faster). Separate runs, not interleaved replays: the two launches have
 # different configurations, which `--ab` cannot compare.
 # Usage: bench/moe/crossover.sh MOE_BENCH [moe_bench flags: --shape, --fmt, --tokens, --routing]
 #   e.g. bench/moe/crossover.sh build-gpu/bin/moe_bench --shape glm5-tp8 --fmt fp8 --tokens 128,256,384
@@ -42,7 +42,8 @@ for r in range(1, rounds + 1):
             runs.setdefault(key, ({}, [], []))
             runs[key][0].update(rows=j["rows"], E=j["E"], K=j["K"], ep=j["E"] < j["E_global"])
             runs[key][1 + wg].append(j["us"])
-print("shape routing fmt T tokens/expert base_us wg_us wg/base  (base: " + ("the heuristic" if sys.argv[3] == "0" else "streaming, --wg 2") + ")")
+base = "the heuristic" if sys.argv[3] == "0" else "streaming, --wg 2"
+print(f"shape routing fmt T tokens/expert base_us wg_us wg/base  (base: {base})")
 for (shape, routing, fmt, T), (m, h, w) in runs.items():
     if not h or not w:
         continue

@@ -28,9 +28,8 @@
 //                  [--split-k 0|1] [--hquant 0|1] [--nvf8 0|1] [--act-t 0|1] [--act-tma 0|1]
 //                  [--x-pos 0|1] [--early-gu 0|1] [--group-warp 0|1] [--f4p2 N]
 //                  [--f4p2-big 0|1|2] [--f4p2-split N] [--f4p2-split-share X] [--defer 0|1]
-//                  [--early-down N] [--group-yield 0|1] [--bf16-tma 0|1] [--sustain-ms N] [--ab
-//                  "LAUNCH FLAGS"]
-//                  [--ab-blocks N]
+//                  [--early-down N] [--group-yield 0|1] [--bf16-tma 0|1] [--bf16-ws 0|1|2]
+//                  [--bf16-defer 0|1] [--sustain-ms N] [--ab "LAUNCH FLAGS"] [--ab-blocks N]
 //                  [--flush memset|read]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
@@ -101,7 +100,8 @@
 // of the command line, B the same plus FLAGS (launch flags only: --f8act, --r2, --two-step,
 // --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,
 // --hquant, --nvf8, --act-t, --act-tma, --x-pos, --early-gu, --group-warp, --hybrid-gb,
-// --hybrid-share, --f4p2, --f4p2-big, --f4p2-split, --f4p2-split-share, --defer, --early-down;
+// --hybrid-share, --f4p2, --f4p2-big, --f4p2-split, --f4p2-split-share, --defer, --early-down,
+// --group-yield, --bf16-tma, --bf16-ws, --bf16-defer;
 // e.g. --ab "--hybrid-min 0"; and --wg 0|1|2, B on the heuristic's / the warpgroup-MMA / the
 // streaming configuration instead of A's, e.g. --ab "--wg 1" for where the heuristic should take
 // the warpgroup-MMA launch, --ab "--wg 2" for where it takes a tile GEMM). Both graphs are captured
@@ -274,8 +274,8 @@ int main(int argc, char** argv) {
   std::vector<int64_t> tokens = {1, 4, 8, 32, 64, 128, 256};
   int iters = 30, force_nb = 0, force_warps = 0, force_ctas = 0, force_pipe = -1;
   int sweep = 0, force_wg = 0;
-  int ab_wg =
-      -1;  // --ab "--wg 0|1|2": B's configuration (the heuristic's / warpgroup MMA / streaming)
+  // --ab "--wg 0|1|2": B's configuration (the heuristic's / warpgroup MMA / streaming)
+  int ab_wg = -1;
   std::string routing_dir, json_path;
   std::string ab_flags;
   struct IntFlag {

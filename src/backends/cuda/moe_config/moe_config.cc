@@ -202,9 +202,6 @@ double wgmma_min_mean(const MoeShape& s) {
   if (s.I <= 256) return s.fmt == GroupedFmt::kBf16 ? 24 : 12;  // TP8 shards
   return s.fmt == GroupedFmt::kBf16 ? kWgmmaMinMeanBf16 : kWgmmaMinMeanFp8;
 }
-}  // namespace
-
-namespace {
 double expected_tokens_per_expert(const MoeShape& s) {
   return s.E > 0 ? static_cast<double>(s.T * s.K) / static_cast<double>(s.E) : 1;
 }
