@@ -380,6 +380,26 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
 // shape: TP8 shards (I <= 256) from 24 (BF16) / 12 (FP8) / 12 (NVFP4), NVFP4 with fewer than 128
 // experts from 12, else 32 (NVFP4 20); and NVFP4's hybrid takes experts of 32 or
 // more tokens from T 512 rows where its big tiles are F4 and gate_up is not split (I > 512).
+// The launch moe_grouped_test's GlmShapeSmallBatch runs on sm_90 (T 60, GLM-5's widths, 8 experts,
+// top-2, every token on the same 2 experts): the hybrid with narrow big tiles, FP8 on the
+// warp-specialized kernel with E4M3 activations. Pinned here so that a threshold change which
+// moves that GPU test off the hybrid fails on CPU first (4 experts' 30 tokens per expert took the
+// full warpgroup-MMA launch once FP8 / BF16's thresholds went to 20 / 24).
+TEST(MoeConfig, GlmSmallBatchTakesTheHybridOnSm90) {
+  MoeDeviceLimits sm90 = limits(232448, 132);
+  sm90.cc = 90;
+  for (GroupedFmt f : {GroupedFmt::kBf16, GroupedFmt::kFp8Block}) {
+    const GroupedLaunch l =
+        moe_launch(moe_heuristic_config({60, 6144, 2048, 8, 2, f}, sm90), sm90, f, 60);
+    EXPECT_TRUE(grouped_hybrid(l, 60)) << moe_fmt_name(f);
+    EXPECT_LE(grouped_hybrid_min_tiles(l, f, 6144, 2048), 16) << moe_fmt_name(f);
+    EXPECT_TRUE(grouped_hybrid_narrow(l, 60)) << moe_fmt_name(f);
+    EXPECT_EQ(l.fp8_act && l.wgmma_ws, f == GroupedFmt::kFp8Block) << moe_fmt_name(f);
+    // 4 experts (30 per expert): the full launch.
+    EXPECT_TRUE(moe_heuristic_config({60, 6144, 2048, 4, 2, f}, sm90).wgmma) << moe_fmt_name(f);
+  }
+}
+
 TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
   sm90.cc = 90;

@@ -2421,7 +2421,9 @@ TEST_F(MoeGroupedTest, PackKernelMatchesTheLayout) {
 
 TEST_F(MoeGroupedTest, GlmShapeSmallBatch) {  // real widths (D 6144, I 2048), few experts
   for (Fmt f : kFmts) check(f, 5, 6144, 2048, 4, 2);
-  // Through CudaOps at T 60 with every token on the same 2 experts: on sm_90 moe_launch's hybrid
+  // Through CudaOps at T 60 with every token on the same 2 of 8 experts (15 expected per expert:
+  // below the full warpgroup-MMA launch's 20 / 24; moe_config_test's
+  // GlmSmallBatchTakesTheHybridOnSm90 pins this launch on CPU): on sm_90 moe_launch's hybrid
   // engages (16 8-token tiles of 38 / 75 MB, above its gate) with narrow big tiles (T <= 64): FP8
   // on the warp-specialized kernel with E4M3 activations (prepare_experts' tensor maps), BF16 on
   // the 64-token tile GEMM.
@@ -2430,14 +2432,14 @@ TEST_F(MoeGroupedTest, GlmShapeSmallBatch) {  // real widths (D 6144, I 2048), f
   for (Fmt f : {Fmt::kBf16, Fmt::kFp8}) {
     const GroupedFmt gf = f == Fmt::kBf16 ? GroupedFmt::kBf16 : GroupedFmt::kFp8Block;
     const GroupedLaunch l =
-        moe_launch(moe_heuristic_config({60, 6144, 2048, 4, 2, gf}, lim), lim, gf, 60);
+        moe_launch(moe_heuristic_config({60, 6144, 2048, 8, 2, gf}, lim), lim, gf, 60);
     if (lim.cc == 90) {  // the path the comment names
       EXPECT_TRUE(grouped_hybrid(l, 60)) << name(f);
       EXPECT_LE(grouped_hybrid_min_tiles(l, gf, 6144, 2048), 16) << name(f);
       EXPECT_TRUE(grouped_hybrid_narrow(l, 60)) << name(f);
       EXPECT_EQ(l.fp8_act && l.wgmma_ws, f == Fmt::kFp8) << name(f);
     }
-    check(f, 60, 6144, 2048, 4, 2, Routing::kOne);
+    check(f, 60, 6144, 2048, 8, 2, Routing::kOne);
   }
   prepare_ = false;
 }
