@@ -32,7 +32,7 @@ step "configure ($build, sm_90a)"
 moe_configure "$build" "$logs/configure.log" || { tail -n 40 "$logs/configure.log"; exit 3; }
 
 step "build"
-targets=${MOE_GPU_TARGETS:-cuda_ops_tests cuda_model_tests moe_grouped_tests moengine}
+targets=${MOE_GPU_TARGETS:-cuda_ops_tests cuda_model_tests moe_grouped_tests moengine moe_bench}
 [ "${MOE_GPU_BENCH:-0}" = 1 ] && targets="$targets decode_step_bench"
 # shellcheck disable=SC2086
 cmake --build "$build" -j"${MOE_GPU_JOBS:-$(nproc)}" --target $targets >"$logs/build.log" 2>&1 ||

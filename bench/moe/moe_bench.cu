@@ -30,7 +30,7 @@
 //                  [--f4p2-big 0|1|2] [--f4p2-split N] [--f4p2-split-share X] [--defer 0|1]
 //                  [--early-down N] [--group-yield 0|1] [--bf16-tma 0|1] [--bf16-ws 0|1|2]
 //                  [--bf16-defer 0|1] [--sustain-ms N] [--ab "LAUNCH FLAGS"] [--ab-blocks N]
-//                  [--flush memset|read]
+//                  [--flush memset|read] [--phases 0|1]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
 // width, pipelining) at 8 warps per SM and reports the best next to the heuristic's time
 // (heur_us); --sweep 2 adds every warps-per-CTA x CTAs-per-SM that fits. Without a sweep,
@@ -118,6 +118,11 @@
 // over many replays, so single-replay interleaving gives both variants the same clock and hides
 // a variant that draws less power (session 44: zero-filled padding rows, level interleaved, 2-5%
 // faster in sustained separate runs).
+// --phases 1: after each case's timing, the heuristic's launch again with an event between its
+// kernels (phase_timing.h): a line "phases ..." with each kernel's median time, the GEMM kernels'
+// sum and its TFLOP/s (the issue's "expert GEMMs" rate, without the grouping and the combine);
+// --json adds gemm_us and phases. PDL overlap between kernels is cut there: the row's time stays
+// the plain graph's.
 // --flush memset|read: the L2 flush before each replay, a 256 MB memset (the default, as
 // moe_vs_torch.py and Triton's do_bench flush) or a kernel reading the buffer (replay_timing.h:
 // the memset leaves tens of MB of dirty lines that the replay's misses write back to HBM).
@@ -148,6 +153,7 @@
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_experts.h"
 #include "backends/cuda/moe_config/moe_config.h"
 #include "launch_flags.h"
+#include "phase_timing.h"
 #include "replay_timing.h"
 #include "routing.h"
 
@@ -163,7 +169,10 @@ using moe::bench::LocalRouting;
 using moe::bench::median;
 using moe::bench::parse_int_in_range;
 using moe::bench::parse_launch_flag;
+using moe::bench::phase_is_gemm;
+using moe::bench::PhaseTimes;
 using moe::bench::ReplayTimes;
+using moe::bench::time_phases;
 using moe::bench::time_replays;
 
 using namespace moe;
@@ -200,6 +209,7 @@ int g_shared = 0;            // --shared 1 (folded) or 2 (apart)
 int g_sustain_ms = 0;        // --sustain-ms N (0: no sustained load before the timed replays)
 int g_ab_blocks = 0;         // --ab-blocks N (0: --ab alternates single replays)
 bool g_flush_reads = false;  // --flush read (memset: the default)
+int g_phases = 0;            // --phases 1: each case's kernels timed apart (phase_timing.h)
 
 LaunchOverrides g_ov;    // the command line's
 LaunchOverrides g_ov_b;  // --ab: the command line's plus the --ab string's
@@ -294,7 +304,8 @@ int main(int argc, char** argv) {
       {"--sweep", 0, 2, "0, 1 or 2", &sweep},
       {"--shared", 0, 2, "0, 1 (folded) or 2 (apart)", &g_shared},
       {"--sustain-ms", 0, 600000, "milliseconds in 0..600000", &g_sustain_ms},
-      {"--ab-blocks", 0, 1000, "rounds in 0..1000", &g_ab_blocks}};
+      {"--ab-blocks", 0, 1000, "rounds in 0..1000", &g_ab_blocks},
+      {"--phases", 0, 1, "0 or 1", &g_phases}};
   for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h" || i + 1 >= argc) {
@@ -603,7 +614,10 @@ int main(int argc, char** argv) {
           const double flop = 2.0 * R * (K + (g_shared ? 1 : 0)) * 3.0 * sh.D * sh.I;
           double best_us = 1e30, heur_us = 0, ab_us = 0, ab_ratio = 0;
           MoeKernelConfig best = heur;
-          int best_big = -1;  // the hybrid's 128-token tiles in the reported configuration's call
+          int best_big = -1;
+          PhaseTimes phases;   // --phases 1: the heuristic's launch, kernel by kernel
+          double gemm_us = 0;  // ... the GEMM kernels' sum  // the hybrid's 128-token tiles in the
+                               // reported configuration's call
           for (const MoeKernelConfig& cfg : cands) {
             const GroupedLaunch l = with_overrides(moe_launch(cfg, lim, L.fmt, R, ge->E, ge->I));
             auto capture = [&](const GroupedLaunch& lx, cudaGraph_t* graph) {
@@ -657,6 +671,25 @@ int main(int argc, char** argv) {
             }
             if (us < best_us) best_us = us, best = cfg, best_big = big;
             if (cfg == heur) heur_us = us;
+            if (g_phases && cfg == heur) {  // the heuristic's launch, kernel by kernel
+              cudaGraph_t graph_p;
+              CK(cudaGraphExecDestroy(capture(l, &graph_p)));
+              phases = time_phases(
+                  graph_p, {st, nullptr, nullptr, flush, flush_bytes, g_flush_reads}, iters);
+              CK(cudaGraphDestroy(graph_p));
+              gemm_us = 0;
+              std::printf("  phases %s:", label.c_str());
+              for (size_t k = 0; k < phases.ms.size(); ++k) {
+                std::printf("%s %s %.1f", k ? " |" : "", phases.names[k].c_str(),
+                            1e3 * phases.ms[k]);
+                if (phase_is_gemm(phases.names[k])) gemm_us += 1e3 * phases.ms[k];
+              }
+              if (phases.why.empty())
+                std::printf(" us; GEMMs %.1f us = %.1f TF/s (layer %.1f us)\n", gemm_us,
+                            flop / (gemm_us * 1e6), us);
+              else
+                std::printf(" not timed: %s\n", phases.why.c_str());
+            }
             if (sweep)
               std::printf(
                   "  sweep %s %s %s T %lld nb %d pipe %d tc %d wgmma %d warps %d ctas/SM %d: %.1f "
@@ -698,6 +731,13 @@ int main(int argc, char** argv) {
                  << ",\"wgmma\":" << (best.wgmma ? 1 : 0) << ",\"big_tiles\":" << best_big
                  << ",\"us\":" << us << ",\"heuristic_us\":" << heur_us;
           if (json && g_ab) json << ",\"ab_us\":" << ab_us << ",\"ab_ratio\":" << ab_ratio;
+          if (json && !phases.ms.empty() && phases.why.empty()) {
+            json << ",\"gemm_us\":" << gemm_us << ",\"phases\":[";
+            for (size_t k = 0; k < phases.ms.size(); ++k)
+              json << (k ? "," : "") << "[\"" << phases.names[k] << "\"," << 1e3 * phases.ms[k]
+                   << "]";
+            json << "]";
+          }
           if (json)
             json << ",\"bytes\":" << bytes << ",\"flop\":" << flop << ",\"gbs\":" << gbs
                  << ",\"pct_peak\":" << 100.0 * gbs / 4800.0 << ",\"tflops\":" << tflops << "}"

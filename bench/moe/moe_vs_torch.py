@@ -195,6 +195,8 @@ def main():
                 r = ours.get((sname, routing, fmt, T))
                 if r:
                     row[fmt] = (r["us"], r["bytes"] / (r["us"] * 1e3) / PEAK * 100)
+                    if r.get("gemm_us"):  # moe_bench --phases 1: its GEMM kernels alone
+                        row[fmt + "_gemm"] = r["gemm_us"]
             for fmt in ("bf16", "fp8"):
                 if fmt in res:
                     us = res[fmt]
@@ -211,7 +213,11 @@ def main():
             return "-"
         us, pct = r[k]
         tf = r["flop"] / (us * 1e6)
-        return f"{us:.0f} ({pct:.0f}%, {tf:.0f} TF/s)" if tf >= 100 else f"{us:.0f} ({pct:.0f}%)"
+        c = f"{us:.0f} ({pct:.0f}%, {tf:.0f} TF/s)" if tf >= 100 else f"{us:.0f} ({pct:.0f}%)"
+        g = r.get(k + "_gemm")
+        if g:
+            c += f"; GEMMs {g:.0f} us, {r['flop'] / (g * 1e6):.0f} TF/s"
+        return c
 
     def ratio(r, a, b):  # torch time / our time: > 1 means ours is faster
         return f"{r[b][0] / r[a][0]:.2f}x" if a in r and b in r else "-"
@@ -229,7 +235,9 @@ def main():
     print("Cells: time in us (effective bandwidth as % of 4.8 TB/s; TFLOP/s where >= 100). "
           "rows: token rows this GPU computes (EP: one per local assignment). torch: "
           + ("the whole layer (sort, gather, GEMMs, combine)" if args.layer == "full"
-             else "the grouped GEMMs on sorted, gathered rows") + ".")
+             else "the grouped GEMMs on sorted, gathered rows") + "."
+          + (" ours' GEMMs: its GEMM kernels alone (moe_bench --phases 1)."
+             if any(k.endswith("_gemm") for r in rows for k in r) else ""))
     print(table)
     if args.md:
         with open(args.md, "w") as f:

@@ -52,6 +52,20 @@ inline float median(std::vector<float>& v) {
   return v[v.size() / 2];
 }
 
+// The L2 flush before a replay, on g.st: l2_flush_reads with --flush read, else a memset of the
+// buffer to `fill`'s low byte.
+inline void flush_l2(const ReplayGraphs& g, int fill) {
+  if (g.flush_reads) {
+    // (the buffer's last 16-byte word is the sink: the reads stop short of it)
+    const size_t n = g.flush_bytes / 16 - 1;
+    l2_flush_reads<<<1024, 512, 0, g.st>>>(static_cast<const uint4*>(g.flush), n, 0xdeadbeefu,
+                                           static_cast<unsigned*>(g.flush) + 4 * n);
+    CK(cudaGetLastError());
+  } else {
+    CK(cudaMemsetAsync(g.flush, fill & 0xff, g.flush_bytes, g.st));
+  }
+}
+
 // `iters` timed replays (after 3 untimed ones) of each graph; sustain_ms > 0: the load held that
 // long first (A and B alternating), or before each block with ab_blocks > 0 (needs g.b), whose
 // per-round ratios are printed as an "ab-blocks <label>" line.
@@ -63,15 +77,7 @@ inline ReplayTimes time_replays(const ReplayGraphs& g, int iters, int sustain_ms
   // One replay of graph v (0 A, 1 B) after an L2 flush, timed by the event pair e[0], e[1] unless
   // e is null.
   auto replay = [&](int v, int fill, const cudaEvent_t* e) {
-    if (g.flush_reads) {
-      // (the buffer's last 16-byte word is the sink: the reads stop short of it)
-      const size_t n = g.flush_bytes / 16 - 1;
-      l2_flush_reads<<<1024, 512, 0, g.st>>>(static_cast<const uint4*>(g.flush), n, 0xdeadbeefu,
-                                             static_cast<unsigned*>(g.flush) + 4 * n);
-      CK(cudaGetLastError());
-    } else {
-      CK(cudaMemsetAsync(g.flush, fill & 0xff, g.flush_bytes, g.st));
-    }
+    flush_l2(g, fill);
     if (e != nullptr) CK(cudaEventRecord(e[0], g.st));
     CK(cudaGraphLaunch(v ? g.b : g.a, g.st));
     if (e != nullptr) CK(cudaEventRecord(e[1], g.st));

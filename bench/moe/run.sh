@@ -18,6 +18,8 @@
 #                             sorted, gathered rows, the default, or with the sort, gather, combine).
 #   MOE_BENCH_FLUSH=memset|read: the L2 flush of both benchmarks (moe_bench --flush; read leaves
 #                             clean lines, docs/perf.md session 53).
+#   MOE_BENCH_PHASES=1:       moe_bench --phases 1 (each case's kernels timed apart: the table's
+#                             cells add ours' GEMM kernels alone and their TFLOP/s).
 #   MOE_BENCH_SUSTAIN_MS=N: moe_bench --sustain-ms N (each case held under load N ms before it is
 #                             timed: power-limited clocks; the NVFP4 ring at T 8..64 is 12-16%
 #                             slower after ~1 s on the H200, docs/perf.md session 27).
@@ -83,7 +85,7 @@ while read -r shapes routings tokens fmts sweep iters; do
     tee -a "$out/summary.txt" | tee -a "$out/bench.log"
   $build/bin/moe_bench --shape "$shapes" --routing "$routings" --tokens "$tokens" --fmt "$fmts" \
     --sweep "${sweep:-1}" --iters "${iters:-20}" --sustain-ms "${MOE_BENCH_SUSTAIN_MS:-0}" \
-    --flush "${MOE_BENCH_FLUSH:-memset}" \
+    --flush "${MOE_BENCH_FLUSH:-memset}" --phases "${MOE_BENCH_PHASES:-0}" \
     --routing-dir $rd --json "$out/ours.$n.jsonl" \
     </dev/null >>"$out/bench.log" 2>&1 || { status=1; tail -n 5 "$out/bench.log"; }
   cat "$out/ours.$n.jsonl" >>"$out/ours.jsonl" 2>/dev/null
