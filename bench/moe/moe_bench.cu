@@ -18,7 +18,7 @@
 // Column big: the hybrid's 128-token tiles in the call ("-" for a launch without the hybrid; 0
 // when no expert qualified or GroupedLaunch::hybrid_min_bytes kept them all streaming).
 // Usage: moe_bench [--fmt bf16,fp8,nvfp4] [--shape glm5,dsv3,glm5-tp8,glm5-ep8,dsv3-tp8,dsv3-ep8]
-//                  [--routing uniform,zipf1,zipf1.5,hot8] [--tokens 1,4,8,...,4096,8192]
+//                  [--routing uniform,zipf1,zipf1.5,hot8,balanced] [--tokens 1,4,8,...,4096,8192]
 //                  [--iters N] [--routing-dir DIR] [--json FILE] [--sweep 0|1|2]
 //                  [--nb N] [--warps N] [--ctas N] [--pipe 0|1] [--wg 0|1|2]
 //                  [--layout packed|rowmajor]
@@ -428,8 +428,10 @@ int main(int argc, char** argv) {
   for (const auto& r : routings) {
     std::vector<int32_t> probe;
     if (!global_routing(r, 1, 256, 8, 1, &probe)) {
-      std::fprintf(stderr, "unknown --routing %s (uniform, zipf<s> e.g. zipf1.5, hot<N>, N >= 8)\n",
-                   r.c_str());
+      std::fprintf(
+          stderr,
+          "unknown --routing %s (uniform, zipf<s> e.g. zipf1.5, hot<N>, N >= 8, balanced)\n",
+          r.c_str());
       return 2;
     }
   }

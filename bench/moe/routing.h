@@ -37,7 +37,10 @@ inline bool find_shape(std::string name, LayerShape* out) {
 // Global routing: ids [T, K], K distinct experts of E per token.
 //   uniform: partial Fisher-Yates (the same draws as earlier runs of this bench);
 //   zipf<s>: Plackett-Luce draw without replacement with popularity 1/(rank+1)^s (Gumbel top-K);
-//   hot<N>:  every token takes K distinct experts of the N hottest (N >= K).
+//   hot<N>:  every token takes K distinct experts of the N hottest (N >= K);
+//   balanced: slot t K + k takes expert perm[(t K + k) mod E], so every expert holds T K / E slots
+//            (rounded down or up) and a token K distinct ones (K <= E): a perfectly balanced
+//            router, the tile GEMMs' best case (no expert's count short of a whole tile by chance).
 // Popularity rank r is expert perm[r] (a fixed random permutation, the same for every T).
 inline bool global_routing(const std::string& kind, int64_t T, int64_t E, int64_t K, uint32_t seed,
                            std::vector<int32_t>* out) {
@@ -73,6 +76,11 @@ inline bool global_routing(const std::string& kind, int64_t T, int64_t E, int64_
                         [&](int32_t a, int32_t b) { return key[a] > key[b]; });
       for (int64_t k = 0; k < K; ++k) ids[t * K + k] = perm[order[k]];
     }
+    return true;
+  }
+  if (kind == "balanced") {
+    if (K > E) return false;
+    for (int64_t i = 0; i < T * K; ++i) ids[i] = perm[i % E];
     return true;
   }
   if (kind.rfind("hot", 0) == 0) {
