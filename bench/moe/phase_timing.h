@@ -125,8 +125,8 @@ inline PhaseTimes time_phases(cudaGraph_t graph, const ReplayGraphs& g, int iter
   return out;
 }
 
-// The GEMMs' share of a PhaseTimes: the nodes whose kernel is a GEMM (moe_gemm*, moe_tile_gemm*,
-// moe_wgmma*), in ms; quant: moe_quant_rows (h to E4M3 between them), kept apart.
+// Whether a PhaseTimes node is one of the GEMMs' kernels (moe_gemm*, moe_tile_gemm*, moe_wgmma*);
+// moe_quant_rows (h to E4M3 between them) is not counted.
 inline bool phase_is_gemm(const std::string& name) {
   return name.rfind("moe_gemm", 0) == 0 || name.rfind("moe_tile_gemm", 0) == 0 ||
          name.rfind("moe_wgmma", 0) == 0;
