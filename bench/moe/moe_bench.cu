@@ -118,9 +118,10 @@
 // over many replays, so single-replay interleaving gives both variants the same clock and hides
 // a variant that draws less power (session 44: zero-filled padding rows, level interleaved, 2-5%
 // faster in sustained separate runs).
-// --phases 1: after each case's timing, the heuristic's launch again with an event between its
-// kernels (phase_timing.h): a line "phases ..." with each kernel's median time, the GEMM kernels'
-// sum and its TFLOP/s (the issue's "expert GEMMs" rate, without the grouping and the combine);
+// --phases 1: after each case's timing, its launch again (with --sweep the heuristic's) with an
+// event between its kernels (phase_timing.h): a line "phases ..." with each kernel's median time,
+// the GEMM kernels' sum and its TFLOP/s (the issue's "expert GEMMs" rate, without the grouping and
+// the combine);
 // --json adds gemm_us and phases. PDL overlap between kernels is cut there: the row's time stays
 // the plain graph's.
 // --flush memset|read: the L2 flush before each replay, a 256 MB memset (the default, as
@@ -616,10 +617,9 @@ int main(int argc, char** argv) {
           const double flop = 2.0 * R * (K + (g_shared ? 1 : 0)) * 3.0 * sh.D * sh.I;
           double best_us = 1e30, heur_us = 0, ab_us = 0, ab_ratio = 0;
           MoeKernelConfig best = heur;
-          int best_big = -1;
-          PhaseTimes phases;   // --phases 1: the heuristic's launch, kernel by kernel
-          double gemm_us = 0;  // ... the GEMM kernels' sum  // the hybrid's 128-token tiles in the
-                               // reported configuration's call
+          int best_big = -1;   // the hybrid's 128-token tiles in the reported configuration's call
+          PhaseTimes phases;   // --phases 1: one launch, kernel by kernel
+          double gemm_us = 0;  // ... the GEMM kernels' sum
           for (const MoeKernelConfig& cfg : cands) {
             const GroupedLaunch l = with_overrides(moe_launch(cfg, lim, L.fmt, R, ge->E, ge->I));
             auto capture = [&](const GroupedLaunch& lx, cudaGraph_t* graph) {
@@ -673,7 +673,9 @@ int main(int argc, char** argv) {
             }
             if (us < best_us) best_us = us, best = cfg, best_big = big;
             if (cfg == heur) heur_us = us;
-            if (g_phases && cfg == heur) {  // the heuristic's launch, kernel by kernel
+            // The heuristic's launch (with --sweep) or the one configuration timed (forced by
+            // --wg / --nb / ... or the heuristic's), kernel by kernel.
+            if (g_phases && (cfg == heur || !sweep)) {
               cudaGraph_t graph_p;
               CK(cudaGraphExecDestroy(capture(l, &graph_p)));
               phases = time_phases(

@@ -376,10 +376,6 @@ TEST(MoeConfig, WarpgroupMmaOnlyOnSm90) {
         << moe_fmt_name(f);
 }
 
-// The warpgroup-MMA launch's threshold in expected tokens per expert (T K / E) depends on the
-// shape: TP8 shards (I <= 256) from 24 (BF16) / 12 (FP8) / 12 (NVFP4), NVFP4 with fewer than 128
-// experts from 12, else 32 (NVFP4 20); and NVFP4's hybrid takes experts of 32 or
-// more tokens from T 512 rows where its big tiles are F4 and gate_up is not split (I > 512).
 // The launch moe_grouped_test's GlmShapeSmallBatch runs on sm_90 (T 60, GLM-5's widths, 8 experts,
 // top-2, every token on the same 2 experts): the hybrid with narrow big tiles, FP8 on the
 // warp-specialized kernel with E4M3 activations. Pinned here so that a threshold change which
@@ -400,6 +396,10 @@ TEST(MoeConfig, GlmSmallBatchTakesTheHybridOnSm90) {
   }
 }
 
+// The warpgroup-MMA launch's threshold in expected tokens per expert (T K / E) depends on the
+// shape: TP8 shards (I <= 256) from 24 (BF16) / 12 (FP8) / 12 (NVFP4), NVFP4 with fewer than 128
+// experts from 12, else 24 (BF16) / 20 (FP8, NVFP4); and NVFP4's hybrid takes experts of 32 or
+// more tokens from T 512 rows where its big tiles are F4 and gate_up is not split (I > 512).
 TEST(MoeConfig, WarpgroupMmaThresholdsByShape) {
   MoeDeviceLimits sm90 = limits(232448, 132), sm120 = limits(101376, 188);
   sm90.cc = 90;
