@@ -45,6 +45,7 @@ bad "--group-warp 2: expected 0 or 1" --group-warp 2
 bad "--defer x: expected 0 or 1" --defer x
 bad "--flush x: expected memset or read" --flush x
 bad "--phases 2: expected 0 or 1" --phases 2
+bad "--x-scatter 2: expected 0 or 1" --x-scatter 2
 bad "--hybrid-gb -1: expected" --hybrid-gb -1
 bad "--hybrid-min x: expected" --hybrid-min x
 bad "--ab: --bogus is not a launch flag" --ab "--bogus 1"

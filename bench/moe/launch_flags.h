@@ -46,6 +46,7 @@ struct LaunchOverrides {
   int bf16_tma = -1;         // --bf16-tma 0|1 (GroupedLaunch::bf16_tma)
   int bf16_ws = -1;          // --bf16-ws 0|1|2 (GroupedLaunch::bf16_ws)
   int bf16_defer = -1;       // --bf16-defer 0|1 (GroupedLaunch::bf16_defer)
+  int x_scatter = -1;        // --x-scatter 0|1 (GroupedLaunch::x_pos_scatter)
 
   // The launch with these overrides (--hybrid-min only where moe_launch gave the launch a
   // hybrid: sm_90).
@@ -85,6 +86,7 @@ struct LaunchOverrides {
     if (bf16_tma >= 0) l.bf16_tma = bf16_tma == 1;
     if (bf16_ws >= 0) l.bf16_ws = bf16_ws;
     if (bf16_defer >= 0) l.bf16_defer = bf16_defer == 1;
+    if (x_scatter >= 0) l.x_pos_scatter = x_scatter == 1;
     return l;
   }
 };
@@ -186,6 +188,7 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
                 : a == "--group-yield" ? &o->group_yield
                 : a == "--bf16-tma"    ? &o->bf16_tma
                 : a == "--bf16-defer"  ? &o->bf16_defer
+                : a == "--x-scatter"   ? &o->x_scatter
                                        : nullptr;
   if (flag01 == nullptr) return 0;
   if (v != "0" && v != "1") {

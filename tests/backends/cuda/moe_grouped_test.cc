@@ -1269,13 +1269,16 @@ TEST_F(MoeGroupedTest, DownActivationsByTmaAreBitIdentical) {
 
 // GroupedLaunch::x_pos: x's codes copied by position, gate_up's activation tile by one TMA box
 // too, against the producers' gather for both GEMMs; the copy ran once per call of the full
-// launch, never for the hybrid (its cases keep the gather: grouped_x_pos_counts).
+// launch, never for the hybrid (its cases keep the gather: grouped_x_pos_counts). The same with
+// the copy by token (GroupedLaunch::x_pos_scatter), bad ids (slots left out: position -1, and
+// positions no slot takes keep the scratch's poison) and the shared expert included.
 TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
   if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
     GTEST_SKIP() << "wgmma needs sm_90";
   const std::vector<WgmmaCase> cases = act_tma_cases();
   auto run = [&](const WgmmaCase& c) {
-    const auto [gather, tma] = gather_and_boxes(c.launch());
+    auto [gather, tma] = gather_and_boxes(c.launch());
+    tma.x_pos_scatter = false;  // the copy by position (the scatter below)
     const GroupedXPosCounts before = grouped_x_pos_counts();
     const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, gather);
     EXPECT_EQ(grouped_x_pos_counts().calls, before.calls)
@@ -1284,7 +1287,16 @@ TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
     const bool hybrid = c.l.wgmma_min_tokens > 0;
     EXPECT_EQ(grouped_x_pos_counts().calls - before.calls, hybrid ? 0 : 1) << c.what;
     EXPECT_EQ(grouped_x_pos_counts().copies - before.copies, hybrid ? 0 : 1) << c.what;
+    EXPECT_EQ(grouped_x_pos_counts().scatters, before.scatters) << c.what << ": b scattered";
     EXPECT_EQ(differing_floats(a, b), 0) << c.what << ": T " << c.T << " D " << c.D << " I " << c.I
+                                         << " packed " << prepare_ << " shared " << shared_;
+    // GroupedLaunch::x_pos_scatter: the copy by token, from the placement's slot positions.
+    GroupedLaunch scatter = tma;
+    scatter.x_pos_scatter = true;
+    const GroupedXPosCounts mid = grouped_x_pos_counts();
+    const Tensor d = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, scatter);
+    EXPECT_EQ(grouped_x_pos_counts().scatters - mid.scatters, hybrid ? 0 : 1) << c.what;
+    EXPECT_EQ(differing_floats(a, d), 0) << c.what << " (scatter): T " << c.T << " D " << c.D
                                          << " packed " << prepare_ << " shared " << shared_;
   };
   for (bool packed : {false, true}) {

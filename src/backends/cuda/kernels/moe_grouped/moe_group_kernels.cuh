@@ -96,8 +96,12 @@ __device__ __forceinline__ void place_slots(const MoeGroupParams& p, int64_t lo,
     }
     __syncthreads();
 #pragma unroll
-    for (int k = 0; k < kCols; ++k)
-      if (ee[k] >= 0) p.sorted_slot[wcnt[warp][ee[k]] + rk[k]] = static_cast<int32_t>(s0 + 32 * k);
+    for (int k = 0; k < kCols; ++k) {
+      const int64_t slot = s0 + 32 * k;
+      const int32_t pos = ee[k] >= 0 ? wcnt[warp][ee[k]] + rk[k] : -1;
+      if (ee[k] >= 0) p.sorted_slot[pos] = static_cast<int32_t>(slot);
+      if (p.slot_pos != nullptr && slot < hi) p.slot_pos[slot] = pos;  // (x_pos_scatter)
+    }
     __syncthreads();
     if (threadIdx.x < p.E)
       for (int w = 0; w < kWarps; ++w) wcnt[w][threadIdx.x] = 0;
@@ -480,6 +484,28 @@ __global__ void __launch_bounds__(256)
     const int32_t slot = sorted_slot[pos];
     xs[u] = slot >= 0 && slot < rows ? xq[static_cast<int64_t>(slot / K) * row_chunks + c]
                                      : make_uint4(0, 0, 0, 0);
+  }
+}
+
+// GroupedLaunch::x_pos_scatter: the copy of moe_x_pos_kernel by token, xs[slot_pos[t K + k]] =
+// xq[t] (16-byte chunks; rows of D bytes): each token's codes are read once (the gather reads a
+// token's row once per slot, mostly from HBM at prefill sizes) and written to its K positions.
+// Slots at -1 (bad ids, left out of the grouping) are skipped; positions no slot takes keep what
+// they held (no tile stores them: a box's rows past its tile's count are computed and dropped).
+__global__ void __launch_bounds__(256)
+    moe_x_pos_scatter_kernel(const uint4* xq, const int32_t* slot_pos, int64_t T, int K,
+                             int64_t rows, int64_t row_chunks, uint4* xs) {
+  grouped::pdl_wait();  // GroupedLaunch::pdl (no-op otherwise)
+  grouped::pdl_launch_dependents();
+  const int64_t n = T * row_chunks;
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < n;
+       u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = u / row_chunks, c = u - t * row_chunks;
+    const uint4 v = xq[u];
+    for (int k = 0; k < K; ++k) {
+      const int32_t pos = __ldg(slot_pos + t * K + k);
+      if (pos >= 0 && pos < rows) xs[static_cast<int64_t>(pos) * row_chunks + c] = v;
+    }
   }
 }
 

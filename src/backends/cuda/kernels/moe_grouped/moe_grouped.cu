@@ -328,6 +328,19 @@ void launch_moe_x_pos(const uint8_t* xq, const int32_t* sorted_slot, int64_t row
   MOE_CUDA_CHECK_LAUNCH("moe_grouped/x_pos");
 }
 
+void launch_moe_x_pos_scatter(const uint8_t* xq, const int32_t* slot_pos, int64_t T, int K,
+                              int64_t D, uint8_t* xs, int sm_count, Stream stream, bool pdl) {
+  MOE_CHECK(D % 16 == 0 && reinterpret_cast<uintptr_t>(xq) % 16 == 0 &&
+            reinterpret_cast<uintptr_t>(xs) % 16 == 0)
+      << "moe_x_pos_scatter: needs D % 16 == 0 and 16-byte aligned codes";
+  const int64_t blocks =
+      std::clamp<int64_t>((T * (D / 16) + 255) / 256, 1, 8 * std::max(sm_count, 1));
+  launch_k(grouped::moe_x_pos_scatter_kernel, dim3(static_cast<unsigned>(blocks)), dim3(256), 0,
+           stream, pdl, reinterpret_cast<const uint4*>(xq), slot_pos, T, K, T * K, D / 16,
+           reinterpret_cast<uint4*>(xs));
+  MOE_CUDA_CHECK_LAUNCH("moe_grouped/x_pos_scatter");
+}
+
 void launch_moe_gemm(const MoeGemmParams& p, const GroupedLaunch& l, Stream stream) {
   if (l.tc) return launch_moe_tile_gemm(p, l, stream);
   const int64_t rows = p.gate_up ? 16 : 32;

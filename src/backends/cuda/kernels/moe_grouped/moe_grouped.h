@@ -239,6 +239,13 @@ struct GroupedLaunch {
   // T 8192 2.7-3.2% faster, T 4096 level, TP8 T 8192 16% slower; docs/perf.md session 43), from
   // 48 for NVFP4 computed in FP8 (session 47); 0 / 1 force.
   int x_pos = -1;
+  // x_pos's copy as a scatter by token (moe_x_pos_scatter: each token's codes read once, written
+  // to its K positions, from each slot's position, MoeGroupParams::slot_pos) instead of a gather
+  // by position (each token's row read K times): the same bytes (the scatter checks of
+  // GateUpActivationsByPositionAreBitIdentical; moe_bench --x-scatter 0|1). The copy 33% faster
+  // (glm5 FP8 T 8192 171 against 254 us), the layer at T 8192 1.0-1.5% (uniform) and 1.5-2% (hot8)
+  // faster, EP8 and T <= 1024 level (H100, docs/perf.md session 63).
+  bool x_pos_scatter = true;
   // The hybrid's gate_up (every format's warpgroup-MMA kernel; not BF16's narrow big tiles on the
   // mma.sync tile GEMM) with split-K where its items (big tiles x 256-row blocks) fill at most
   // half the grid (MoeGemmParams::split_partials; the partial sums live in GroupedScratch::out,
@@ -438,6 +445,10 @@ struct MoeGroupParams {
   // GroupedLaunch::group_yields: no griddepcontrol.launch_dependents (the next launch starts when
   // the blocks exit). After the fields above.
   bool late_trigger = false;
+  // GroupedLaunch::x_pos_scatter: out [T*K], each slot's grouped position (-1: a slot left out,
+  // its id bad). Written by the placement (not the one-warp list: run_grouped_experts sets it only
+  // without). After the fields above.
+  int32_t* slot_pos = nullptr;
 };
 // Bytes of MoeGroupParams::chunk_hist for T*K slots over E experts (0 when one block groups them).
 int64_t grouped_group_scratch_bytes(int64_t TK, int64_t E);
@@ -694,6 +705,11 @@ void launch_moe_quant_rows(const void* h, int64_t I, const int32_t* tiles, const
 // GroupedLaunch::x_pos: xs[pos] = xq[sorted_slot[pos] / K], rows of D bytes.
 void launch_moe_x_pos(const uint8_t* xq, const int32_t* sorted_slot, int64_t rows, int K, int64_t D,
                       uint8_t* xs, int sm_count, Stream stream, bool pdl = false);
+// GroupedLaunch::x_pos_scatter: xs[slot_pos[t K + k]] = xq[t] for the T tokens' K slots (slots
+// at -1 skipped), rows of D bytes; positions no slot takes are left alone.
+void launch_moe_x_pos_scatter(const uint8_t* xq, const int32_t* slot_pos, int64_t T, int K,
+                              int64_t D, uint8_t* xs, int sm_count, Stream stream,
+                              bool pdl = false);
 // This process's calls whose gate_up took x by position (GroupedLaunch::x_pos), and how many of
 // them copied x (moe_x_pos); the others read x's codes in place (one expert taking every token's
 // only slot: the shared expert run alone, where positions are tokens); and the down launches of
@@ -701,6 +717,7 @@ void launch_moe_x_pos(const uint8_t* xq, const int32_t* sorted_slot, int64_t row
 // tests.
 struct GroupedXPosCounts {
   int64_t calls = 0, copies = 0, f4_down = 0;
+  int64_t scatters = 0;  // copies by token (GroupedLaunch::x_pos_scatter)
 };
 GroupedXPosCounts grouped_x_pos_counts();
 // This process's calls on the F4 two-producer kernel (GroupedLaunch::f4p2_max_mean, f4p2_big). For

@@ -239,7 +239,7 @@ bool encode_act_tmap(const void* base, int64_t rows, int64_t cols, int box_rows,
 }
 
 // grouped_x_pos_counts
-std::atomic<int64_t> x_pos_calls{0}, x_pos_copies{0}, f4_down_tma_calls{0};
+std::atomic<int64_t> x_pos_calls{0}, x_pos_copies{0}, f4_down_tma_calls{0}, x_pos_scatters{0};
 std::atomic<int64_t> early_gate_up_calls{0};  // grouped_early_gate_up_calls
 std::atomic<int64_t> early_down_calls{0};     // grouped_early_down_calls
 std::atomic<int64_t> f4p2_calls{0};           // grouped_f4p2_calls
@@ -249,7 +249,7 @@ std::atomic<int64_t> bf16_tma_gemms{0};       // grouped_bf16_tma_gemms
 }  // namespace
 
 GroupedXPosCounts grouped_x_pos_counts() {
-  return {x_pos_calls.load(), x_pos_copies.load(), f4_down_tma_calls.load()};
+  return {x_pos_calls.load(), x_pos_copies.load(), f4_down_tma_calls.load(), x_pos_scatters.load()};
 }
 int64_t grouped_early_gate_up_calls() { return early_gate_up_calls.load(); }
 int64_t grouped_early_down_calls() { return early_down_calls.load(); }
@@ -455,7 +455,6 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     ring_smem =
         static_cast<int64_t>(l.ctas_per_sm) *
         (static_cast<int64_t>(l.warps_per_cta) * grouped_pipe_warp_bytes(ge.fmt, true) + 1024);
-  launch_moe_group(gp, stream, l.pdl, ring_smem);
   // GroupedLaunch::x_pos: x's codes by position in out (free until down writes it); in place
   // when positions are tokens (the shared expert alone: expert 0 = E - 1 takes every token's only
   // slot, whatever the ids say, in token order).
@@ -464,14 +463,28 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
   // warp-specialized kernels do (its weights come from its producers, not tensor maps).
   const bool f4 = f8 && ge.fmt == GroupedFmt::kNvfp4;
   const bool ws_f8 = f8 && ge.fmt == GroupedFmt::kFp8Block && l.wgmma_tma && ge.tmaps != nullptr;
-  if ((ws_f8 || f4) && grouped_x_pos(l, T, KS, ge.E, ge.I) && l.down_act_tma && l.wgmma &&
-      !hybrid && split_counters == nullptr) {
-    if (ge.shared && ge.E == 1 && KS == 1) {
+  const bool by_pos = (ws_f8 || f4) && grouped_x_pos(l, T, KS, ge.E, ge.I) && l.down_act_tma &&
+                      l.wgmma && !hybrid && split_counters == nullptr;
+  const bool in_place = ge.shared && ge.E == 1 && KS == 1;
+  // GroupedLaunch::x_pos_scatter: the placement also writes each slot's position, after the copy
+  // in out (T K D bytes, 256-byte aligned; out holds 4 T K D), for the copy by token. Not with the
+  // one-warp list or one round of placement (T K <= 32), which do not write them.
+  uint8_t* const copy = reinterpret_cast<uint8_t*>(s.out);
+  if (by_pos && !in_place && l.x_pos_scatter && T * KS > 32 && !gp.one_warp)
+    gp.slot_pos = reinterpret_cast<int32_t*>(copy + (T * KS * ge.D + 255) / 256 * 256);
+  launch_moe_group(gp, stream, l.pdl, ring_smem);
+  if (by_pos) {
+    if (in_place) {
       xs = q;
     } else {
-      uint8_t* copy = reinterpret_cast<uint8_t*>(s.out);
-      launch_moe_x_pos(q, s.sorted_slot, T * KS, static_cast<int>(KS), ge.D, copy, l.sm_count,
-                       stream, l.pdl);
+      if (gp.slot_pos != nullptr) {
+        launch_moe_x_pos_scatter(q, gp.slot_pos, T, static_cast<int>(KS), ge.D, copy, l.sm_count,
+                                 stream, l.pdl);
+        ++x_pos_scatters;
+      } else {
+        launch_moe_x_pos(q, s.sorted_slot, T * KS, static_cast<int>(KS), ge.D, copy, l.sm_count,
+                         stream, l.pdl);
+      }
       xs = copy;
       ++x_pos_copies;
     }
