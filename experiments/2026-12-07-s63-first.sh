@@ -6,7 +6,8 @@
 # GroupedLaunch::x_pos_scatter on by default (GateUpActivationsByPositionAreBitIdentical keeps the
 # gather by position as its own case), only where the A/B says the scatter is faster (geometric
 # mean of the speed-ups of both orders above 1.003; GPU_TEST=1 forces it). Logs: gpu-test.out,
-# summary.txt and gpu-test-logs.tgz, which holds first.log (gpu-test.sh packs every *.log of $OUT).
+# summary.txt and gpu-test-logs.tgz, which held first.log (gpu-test.sh then packed every *.log of
+# $OUT; since session 63 only its own, so first.log now comes back as it is).
 set -u
 LOG=first
 source "$(dirname "$0")/device-run.sh"  # $o, $L, run, gpu_test

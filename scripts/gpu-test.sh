@@ -146,9 +146,16 @@ else
 fi
 step "done, status $status"
 # The device tool returns at most 8 files from $OUT and this run writes up to 9 logs beside
-# summary.txt (session 51 lost two files that way): there they go into one archive.
+# summary.txt (session 51 lost two files that way): there they go into one archive. Only this
+# script's own logs: a caller's logs in $OUT stay where they are (session 63).
 if [ -n "${OUT:-}" ]; then
-  (cd "$logs" && tar czf gpu-test-logs.tgz ./*.log && rm -f ./*.log) ||
-    echo "gpu-test.sh: could not pack the logs in $logs" >&2
+  own=()
+  for f in configure build ctest memcheck racecheck racecheck-mla memcheck-wgmma racecheck-wgmma; do
+    if [ -f "$logs/$f.log" ]; then own+=("$f.log"); fi
+  done
+  if [ ${#own[@]} -gt 0 ]; then
+    (cd "$logs" && tar czf gpu-test-logs.tgz "${own[@]}" && rm -f "${own[@]}") ||
+      echo "gpu-test.sh: could not pack the logs in $logs" >&2
+  fi
 fi
 exit $status
