@@ -6,7 +6,7 @@
 set -u
 LOG=h200
 source "$(dirname "$0")/device-run.sh"  # $o, $L, run
-P=build-run/s62/xs/bin/moe_bench
+P=${P:-build-run/s62/xs/bin/moe_bench}  # (s63-next.sh: build-run/s63/xpad's)
 TMO=60 TAIL=60 run prefill $P --x-scatter 1 --phases 1 --fmt fp8,nvfp4,bf16 --shape glm5,dsv3 \
   --tokens 4096,8192 --iters 10
 TMO=60 TAIL=120 run decode $P --x-scatter 1 --flush read --fmt nvfp4,fp8,bf16 \
