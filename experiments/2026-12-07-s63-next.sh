@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The next session's first call (carry ["build-run/s63/xpad"]; ~150 s on an H100, ~220 s on an
-# H200). build-run/s63/xpad = 781478e + experiments/2026-12-07-x-padded.patch (moe_bench and
-# moe_grouped_tests built here; with --wip-xpad 0 it runs HEAD's kernels and defaults).
+# The next session's first call (carry [".deps", "build-run/s63/xpad"]; ~550 s on an H100 with
+# gpu-test.sh, ~220 s on an H200 without it). build-run/s63/xpad = 781478e +
+# experiments/2026-12-07-x-padded.patch (moe_bench and moe_grouped_tests built here; with
+# --wip-xpad 0 it runs HEAD's kernels and defaults).
 # Under the power cap (session 63: FP8 prefill holds 700 W, the SM clock 1.20-1.46 GHz), two
 # ways to compute less or cheaper padding, each in rounds of sustained blocks (--ab-blocks 4
 # --sustain-ms 800: each variant at the clock its own power allows; interleaved single replays
@@ -11,7 +12,9 @@
 #    (GateUpActivationsByPositionAreBitIdentical with the padded cases), then the A/B.
 # 2. The NARROW instance (--narrow 1): a tile of <= 64 tokens computes no padding rows (level in
 #    interleaved replays, session 50).
-# 3. On an H200 only: experiments/2026-12-07-s63-h200.sh's runs on the same binary.
+# 3. On an H200: experiments/2026-12-07-s63-h200.sh's runs on the same binary; elsewhere
+#    scripts/gpu-test.sh on the tree (HEAD since 6aeb52b has not run it: one test assertion and
+#    gpu-test.sh's own log packing are new).
 # Logs: $OUT/next.log (and $OUT/h200.log on an H200); experiments/abtab.py next.log tabulates
 # the A/Bs.
 set -u
@@ -30,4 +33,6 @@ TMO=30 run interleaved-xpad $B/moe_bench --fmt fp8 --shape glm5,dsv3,glm5-ep8 --
 echo "== done $(date +%T) (${SECONDS}s)" >>"$L"
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   P=$B/moe_bench bash "$(dirname "$0")/2026-12-07-s63-h200.sh"
+else
+  gpu_test  # (device-run.sh: $OUT/gpu-test.out, summary.txt)
 fi
