@@ -20,7 +20,7 @@
 set -u
 LOG=next
 source "$(dirname "$0")/device-run.sh"  # $o, $L, run
-B=build-run/s63/xpad/bin
+B=build-run/s63/xpad
 TMO=150 TAIL=30 run test env MOE_REQUIRE_GPU=1 $B/moe_grouped_tests \
   --gtest_filter='MoeGroupedTest.GateUpActivationsByPositionAreBitIdentical'
 F="--fmt fp8 --shape glm5,dsv3 --tokens 4096,8192 --iters 10 --sustain-ms 800 --ab-blocks 4"

@@ -23,15 +23,25 @@
 // block's) instead of per row (what the promotion costs in that orientation), loaded in the
 // promotion or (column scales early: the tokens-as-N kernels' form) a half's scales for two
 // quarters while they run.
+// A in registers (the tokens' fragments by ldmatrix once per k-block, wgmma with A from registers:
+// shared memory read 40 instead of 64 KB per warpgroup and k-block at n64, whose operands take
+// all of its 128 bytes per cycle at the tensor pipe's full rate): q-direct, quarters and n256 so,
+// each first checked against its descriptor form (the same sums). `wgmma_bench ITERS power`
+// runs only those six, twice in turn, for seconds each (ITERS 2000000: ~2 s): under the power
+// cap, whether fewer shared-memory reads per FLOP buy clock (the GHz column).
 // One CTA of 256 threads per SM, `iters` k-blocks each; FLOP per cycle per SM from the CTA's own
 // clock64 span (so the SM clock under power limits does not enter), against the 8192 dense FP8
 // FLOP per cycle per SM of sm_90 (4096 x 2).
-// Usage: wgmma_bench [iters]   (default 20000)
+// Usage: wgmma_bench [iters [power]]   (default 20000; exit 1 if a register-A check differs)
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "../common/bench_util.cuh"
 #include "backends/cuda/kernels/moe_grouped/sm90_moe_wgmma_gemm.cuh"
@@ -51,6 +61,9 @@ enum Pattern {
   kN32,
   kColScales,
   kColEarly,
+  kQDirectRS,
+  kQuartersRS,
+  kN256RS,
   kPatterns
 };
 const char* kNames[kPatterns] = {"quarters (the GEMM)",
@@ -61,7 +74,10 @@ const char* kNames[kPatterns] = {"quarters (the GEMM)",
                                  "n16 direct (tokens as N)",
                                  "n32 direct (tokens as N)",
                                  "quarters, column scales",
-                                 "quarters, column scales early"};
+                                 "quarters, column scales early",
+                                 "q-direct n64, A in registers",
+                                 "quarters, A in registers",
+                                 "n256, A in registers"};
 
 #ifdef MOE_WGMMA_ENABLED
 // Copies the operands (A then B, 128-byte-swizzle rows as filled) into `stages` consecutive
@@ -122,6 +138,59 @@ __device__ __forceinline__ void quarters_kblock(float (&acc)[128], float (&part)
     for (int i = 0; i < 32; ++i)
       acc[32 * qd + i] = fmaf(pt[i], (i & 2) ? sc1 : sc0, acc[32 * qd + i]);
   });
+}
+
+// The quarters with A from registers (loaded once per k-block, then 4 x 4 wgmma m64n64k32 RS).
+__device__ __forceinline__ void quarters_rs_kblock(float (&acc)[128], float (&part)[2][32],
+                                                   uint32_t tile, uint64_t db, float sc0,
+                                                   float sc1) {
+  uint32_t a[4][4];
+  load_a_regs(a, tile);
+  wgmma_fence();
+  auto issue = [&](int qd) {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      wgmma_m64n64k32_e4m3_rs(part[qd & 1], a[kk], db + 512 * qd + 2 * kk, kk);
+    wgmma_commit();
+  };
+  issue(0);
+  issue(1);
+#pragma unroll
+  for (int qd = 0; qd < 4; ++qd) {
+    if (qd + 1 < 4)
+      wgmma_wait<1>();
+    else
+      wgmma_wait<0>();
+    fence_acc(part[qd & 1]);
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      acc[32 * qd + i] = fmaf(part[qd & 1][i], (i & 2) ? sc1 : sc0, acc[32 * qd + i]);
+    if (qd + 2 < 4) {
+      wgmma_fence();
+      issue(qd + 2);
+    }
+  }
+}
+// q-direct / n256 with A from registers.
+template <int N>
+__device__ __forceinline__ void direct_rs_kblock(float (&acc)[128], uint32_t tile, uint64_t db) {
+  uint32_t a[4][4];
+  load_a_regs(a, tile);
+  wgmma_fence();
+#pragma unroll
+  for (int g = 0; g < 256 / N; ++g)
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      float(&d)[N / 2] = *reinterpret_cast<float(*)[N / 2]>(acc + N / 2 * g);
+      const uint64_t b = db + 8 * N * g + 2 * kk;
+      if constexpr (N == 64)
+        wgmma_m64n64k32_e4m3_rs(d, a[kk], b, 1);
+      else
+        wgmma_m64n256k32_e4m3_rs(d, a[kk], b, 1);
+    }
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_acc(acc);
 }
 
 // One k-block as 256 / N column groups of 4 wgmma m64nNk32 straight into the accumulators (group
@@ -260,6 +329,12 @@ __global__ void __launch_bounds__(256, 1)
       colscale_kblock(acc, part, da, db, colsc[it & 1], sc0);
     } else if constexpr (P == kColEarly) {
       colearly_kblock(acc, part, da, db, colsc[it & 1], sc0, sc1);
+    } else if constexpr (P == kQDirectRS) {
+      direct_rs_kblock<64>(acc, s0 + wg * 64 * 128, db);
+    } else if constexpr (P == kN256RS) {
+      direct_rs_kblock<256>(acc, s0 + wg * 64 * 128, db);
+    } else if constexpr (P == kQuartersRS) {
+      quarters_rs_kblock(acc, part, s0 + wg * 64 * 128, db, sc0, sc1);
     } else if constexpr (P == kHDirect) {
 #pragma unroll
       for (int h = 0; h < 2; ++h)
@@ -379,10 +454,46 @@ void run(int sms, int iters, const uint8_t* src, const float* sc, float* out, lo
   time_kernel(wgmma_bench_kernel<P>, kA + kB + 1024, kNames[P], sms, iters, src, sc, out, cyc);
 }
 
+// Whether the register-A pattern computes what its descriptor-A pattern does (the fragment
+// layout of load_a_regs): each thread's accumulator sum after a few k-blocks of both, compared.
+template <int PS, int PR>
+bool check_rs(int sms, const uint8_t* src, const float* sc, float* out, long long* cyc) {
+  const size_t n = static_cast<size_t>(sms) * 256 * 128;
+  std::vector<float> h[2];
+  const int smem = kA + kB + 1024;
+  CK(cudaFuncSetAttribute(wgmma_bench_kernel<PS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          smem));
+  CK(cudaFuncSetAttribute(wgmma_bench_kernel<PR>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          smem));
+  for (int r = 0; r < 2; ++r) {
+    CK(cudaMemset(out, 0, n * sizeof(float)));
+    if (r == 0)
+      wgmma_bench_kernel<PS><<<sms, 256, smem>>>(src, sc, 3, out, cyc);
+    else
+      wgmma_bench_kernel<PR><<<sms, 256, smem>>>(src, sc, 3, out, cyc);
+    CK(cudaGetLastError());
+    h[r].resize(n);
+    CK(cudaMemcpy(h[r].data(), out, n * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+  double max_rel = 0;
+  size_t differ = 0, nonzero = 0;
+  for (size_t i = 0; i < n; i += 128) {
+    if (h[0][i] != 0.f) ++nonzero;
+    if (h[0][i] != h[1][i]) ++differ;
+    const double d = std::fabs(static_cast<double>(h[0][i]) - h[1][i]);
+    max_rel = std::max(max_rel, d / std::max(1e-30, std::fabs(static_cast<double>(h[0][i]))));
+  }
+  const bool ok = differ == 0 && nonzero > n / 128 / 2;
+  std::printf("check %-30s vs %-30s: %zu of %zu sums differ (max rel %.3g), %zu nonzero: %s\n",
+              kNames[PR], kNames[PS], differ, n / 128, max_rel, nonzero, ok ? "same" : "DIFFERENT");
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int iters = argc > 1 ? std::atoi(argv[1]) : 20000;
+  const bool power = argc > 2 && std::strcmp(argv[2], "power") == 0;
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
   if (prop.major != 9) {
@@ -402,6 +513,22 @@ int main(int argc, char** argv) {
   const float h_sc[8] = {1e-3f, 2e-3f, 3e-3f, 4e-3f, 5e-3f, 6e-3f, 7e-3f, 8e-3f};
   CK(cudaMemcpy(sc, h_sc, sizeof(h_sc), cudaMemcpyHostToDevice));
   std::printf("%s, %d SMs, %d k-blocks of 128 per CTA\n", prop.name, sms, iters);
+  bool same = check_rs<kQDirect, kQDirectRS>(sms, src, sc, out, cyc);
+  same = check_rs<kN256, kN256RS>(sms, src, sc, out, cyc) && same;
+  same = check_rs<kQuarters, kQuartersRS>(sms, src, sc, out, cyc) && same;
+  if (power) {
+    // Sustained (iters large: seconds per pattern): each pattern at the clock its own power
+    // allows; the GHz column is the CTAs' cycles over the wall time. Two rounds, alternated.
+    for (int round = 0; round < 2; ++round) {
+      run<kQuarters>(sms, iters, src, sc, out, cyc);
+      run<kQuartersRS>(sms, iters, src, sc, out, cyc);
+      run<kQDirect>(sms, iters, src, sc, out, cyc);
+      run<kQDirectRS>(sms, iters, src, sc, out, cyc);
+      run<kN256>(sms, iters, src, sc, out, cyc);
+      run<kN256RS>(sms, iters, src, sc, out, cyc);
+    }
+    return same ? 0 : 1;
+  }
   run<kQuarters>(sms, iters, src, sc, out, cyc);
   run<kHalves>(sms, iters, src, sc, out, cyc);
   run<kQDirect>(sms, iters, src, sc, out, cyc);
@@ -411,6 +538,9 @@ int main(int argc, char** argv) {
   run<kN32>(sms, iters, src, sc, out, cyc);
   run<kColScales>(sms, iters, src, sc, out, cyc);
   run<kColEarly>(sms, iters, src, sc, out, cyc);
+  run<kQDirectRS>(sms, iters, src, sc, out, cyc);
+  run<kQuartersRS>(sms, iters, src, sc, out, cyc);
+  run<kN256RS>(sms, iters, src, sc, out, cyc);
   const int big = 4 * (kA + kB) + 1024;
   time_kernel(wgmma_real_kernel<4, 0, false>, big, "quarters, 4 stages rotated", sms, iters, src,
               sc, out, cyc);
@@ -438,5 +568,5 @@ int main(int argc, char** argv) {
   CK(cudaFree(sc));
   CK(cudaFree(out));
   CK(cudaFree(cyc));
-  return 0;
+  return same ? 0 : 1;
 }

@@ -177,6 +177,24 @@ MOE_WGMMA_F8_DEF(32, 16, "16", "17", "18")
 MOE_WGMMA_F8_DEF(128, 64, "64", "65", "66")
 MOE_WGMMA_F8_DEF(256, 128, "128", "129", "130")
 #undef MOE_WGMMA_F8_DEF
+// The same with A (the thread's 4 registers of E4M3 codes: rows g, g + 8 of its warp's 16 x k 4 c..
+// and k 16 + 4 c.., the mma.sync m16n8k32 layout) from registers and B by descriptor
+// (bench/wgmma's register-A patterns).
+#define MOE_WGMMA_F8_RS_DEF(N, NACC, A0, A1, A2, A3, IB, IS)                            \
+  __device__ __forceinline__ void wgmma_m64n##N##k32_e4m3_rs(                           \
+      float(&d)[NACC], const uint32_t(&a)[4], uint64_t db, int scale_d) {               \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" IS                                \
+                 ", 0;\n"                                                               \
+                 "wgmma.mma_async.sync.aligned.m64n" #N                                 \
+                 "k32.f32.e4m3.e4m3"                                                    \
+                 " {" MOE_WG_REGS##NACC "}, {%" A0 ", %" A1 ", %" A2 ", %" A3 "}, %" IB \
+                                        ", p, 1, 1;\n}\n"                               \
+                 : MOE_WG_ACC##NACC(d)                                                  \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));  \
+  }
+MOE_WGMMA_F8_RS_DEF(64, 32, "32", "33", "34", "35", "36", "37")
+MOE_WGMMA_F8_RS_DEF(256, 128, "128", "129", "130", "131", "132", "133")
+#undef MOE_WGMMA_F8_RS_DEF
 MOE_WGMMA_DEF(128, 64, bf16, "64", "65", "66")
 MOE_WGMMA_DEF(256, 128, bf16, "128", "129", "130")
 MOE_WGMMA_DEF(128, 64, f16, "64", "65", "66")
@@ -361,6 +379,30 @@ __device__ __forceinline__ void f8_promote(float (&acc)[BN / 2], float (&part)[3
     acc[32 * qd + i] = fmaf(part[i], sc[2 * m + (q >> 1)], acc[32 * qd + i]);
   }
 }
+#ifdef MOE_WGMMA_ENABLED
+// A in registers (bench/wgmma's register-A patterns): the warp's 16 rows of its warpgroup's 64 x
+// 128-byte activation tile at shared address `tile` (1024-aligned, 128-byte swizzle as smem_desc
+// describes it) for the 4 k32 slices of a k-block, by 4 ldmatrix.x4 (b16 matrices of 8 rows x 16
+// bytes, lane l of each 8 giving row l): matrices (rows 0-7, bytes 0-15), (8-15, 0-15), (0-7,
+// 16-31), (8-15, 16-31) of a slice are wgmma's a0..a3 for 8-bit types (row lane / 4, k 4 (lane %
+// 4)..). The k-block's A is then read from shared memory once instead of once per quarter (40 KB
+// a warpgroup and k-block instead of 64). Measured and not kept for the GEMMs (session 64,
+// docs/moe-kernels.md: ~1% of clock at the power cap, and the loads before each k-block's first
+// wgmma cost more; experiments/2026-12-07-register-a.patch).
+__device__ __forceinline__ void load_a_regs(uint32_t (&a)[4][4], uint32_t tile) {
+  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
+  const int row = 16 * w + (lane & 7) + 8 * ((lane >> 3) & 1);
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    const int chunk = 2 * kk + (lane >> 4);
+    const uint32_t addr = tile + row * 128 + ((chunk ^ (row & 7)) << 4);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a[kk][0]), "=r"(a[kk][1]), "=r"(a[kk][2]), "=r"(a[kk][3])
+                 : "r"(addr)
+                 : "memory");
+  }
+}
+#endif
 // F8: one staged k-block into acc: per quarter of 64 rows f8_issue into part[qd & 1], two quarters
 // in flight, each finished quarter promoted (f8_promote) while the tensor cores run the next.
 // Ends with every wgmma complete.
