@@ -714,19 +714,27 @@ TEST(MoeConfig, PipeR2NeedsRoundsOfItems) {
 }
 
 // The warp-specialized FP8 GEMMs' narrow instance: per call from the expected tokens per expert
-// (T K / E <= 64: glm5 T 2048 yes, T 2049 and 4096 no), unless the launch says.
+// (FP8 T K / E <= 128: glm5 T 4096 yes, T 4097 and 8192 no; NVFP4 computed in FP8 <= 64: glm5
+// T 2048 yes, 2049 and 4096 no), unless the launch says.
 TEST(MoeConfig, WgmmaNarrowByExpectedTokensPerExpert) {
   GroupedLaunch l;
   EXPECT_EQ(l.wgmma_narrow, -1);
-  EXPECT_TRUE(grouped_wgmma_narrow(l, 1024, 8, 256));  // 32 per expert
-  EXPECT_TRUE(grouped_wgmma_narrow(l, 2048, 8, 256));  // 64
-  EXPECT_FALSE(grouped_wgmma_narrow(l, 2049, 8, 256));
-  EXPECT_FALSE(grouped_wgmma_narrow(l, 4096, 8, 256));
-  EXPECT_FALSE(grouped_wgmma_narrow(l, 100, 8, 0));  // no experts: never
+  for (bool f4 : {false, true}) {
+    EXPECT_TRUE(grouped_wgmma_narrow(l, 1024, 8, 256, f4)) << f4;  // 32 per expert
+    EXPECT_TRUE(grouped_wgmma_narrow(l, 2048, 8, 256, f4)) << f4;  // 64
+    EXPECT_EQ(grouped_wgmma_narrow(l, 2049, 8, 256, f4), !f4);
+    EXPECT_EQ(grouped_wgmma_narrow(l, 4096, 8, 256, f4), !f4);  // 128
+    EXPECT_FALSE(grouped_wgmma_narrow(l, 4097, 8, 256, f4)) << f4;
+    EXPECT_FALSE(grouped_wgmma_narrow(l, 8192, 8, 256, f4)) << f4;
+    EXPECT_FALSE(grouped_wgmma_narrow(l, 100, 8, 0, f4)) << f4;  // no experts: never
+  }
+  EXPECT_EQ(grouped_wgmma_narrow(l, 4096, 8, 256), grouped_wgmma_narrow(l, 4096, 8, 256, false));
   l.wgmma_narrow = 0;
   EXPECT_FALSE(grouped_wgmma_narrow(l, 1024, 8, 256));
+  EXPECT_FALSE(grouped_wgmma_narrow(l, 1024, 8, 256, true));
   l.wgmma_narrow = 1;
   EXPECT_TRUE(grouped_wgmma_narrow(l, 8192, 8, 256));
+  EXPECT_TRUE(grouped_wgmma_narrow(l, 8192, 8, 256, true));
 }
 
 // gate_up's activations by position (GroupedLaunch::x_pos): per call from T K / E >= 128 and

@@ -551,7 +551,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
         p.act_tma = encode_act(p, box_rows);
         if (p.act_tma) ++x_pos_calls;
       }
-      p.narrow = hybrid ? grouped_hybrid_narrow(l, T) : grouped_wgmma_narrow(l, T, KS, ge.E);
+      p.narrow = hybrid ? grouped_hybrid_narrow(l, T) : grouped_wgmma_narrow(l, T, KS, ge.E, f4);
       p.f4p2 = f4p2;
     }
     const GroupedLaunch& lw = l.wgmma ? l : lb;
