@@ -6,7 +6,10 @@ order (a prefix such as "rings-off-on-N" is allowed: the cells tell the runs apa
 "ab SHAPE ROUTING FMT T n: A a us, B b us, B/A r" line gives the variant's speed-up (baseline
 time / variant time: r for on-off, 1/r for off-on). Prints one row per (shape, routing, fmt, T):
 the baseline's median time and, per variant, the median speed-up of its runs [min-max] (above 1:
-the variant faster). Usage: experiments/abtab.py LOG [LOG...]
+the variant faster). A run whose --ab flags disagree with its tag (an "on-off" run whose B turns
+a 0|1 flag on, or an "off-on" run whose B turns one off: the orders named the wrong way round, as
+session 63's script did) is reported on stderr and left out.
+Usage: experiments/abtab.py LOG [LOG...]
 """
 import collections
 import re
@@ -15,6 +18,7 @@ import sys
 
 HEAD = re.compile(r"^== (?:[a-z0-9]+-)*?(on-off|off-on)-(\S+) ")  # "rings-off-on-2" too
 AB = re.compile(r"ab (\S+) (\S+) (\S+) T (\d+): A ([\d.]+) us, B ([\d.]+) us, B/A ([\d.]+)")
+B_FLAGS = re.compile(r"B: ([^)]*)\)")
 
 
 def main(paths):
@@ -33,6 +37,12 @@ def main(paths):
                     continue
                 m = AB.search(line)
                 if not m or tag is None:
+                    continue
+                fl = B_FLAGS.search(line)
+                last = fl.group(1).split()[-1] if fl and fl.group(1).split() else ""
+                if (tag[0] == "on-off" and last == "1") or (tag[0] == "off-on" and last == "0"):
+                    print("abtab: %s run with B: %s (the orders named the wrong way round?), "
+                          "left out: %s" % (tag[0], fl.group(1), line.strip()), file=sys.stderr)
                     continue
                 shape, routing, fmt, t, a, b, r = m.groups()
                 cell = (shape, routing, fmt, int(t))
