@@ -99,17 +99,29 @@ __device__ __forceinline__ uint32_t stage_operands(const uint8_t* src, int stage
 // One k-block of the FP8 GEMM's quarters (sm90_moe_wgmma_gemm.cuh, F8): 4 x (4 wgmma m64n64k32
 // into one of two partial sums), two groups in flight, each finished partial handed to
 // promote(qd, partial) while the next quarter runs; issued(qd) right after quarter qd is issued
-// (colearly_kblock's scale loads).
+// (colearly_kblock's scale loads). A (the warpgroup's tokens) by descriptor da, or with RS from
+// registers: load_a_regs from the tile at shared address `tile` once for the k-block.
 struct NoIssued {
   __device__ void operator()(int) const {}
 };
-template <typename Promote, typename Issued = NoIssued>
+template <bool RS = false, typename Promote, typename Issued = NoIssued>
 __device__ __forceinline__ void quarters_pipeline(float (&part)[2][32], uint64_t da, uint64_t db,
-                                                  Promote promote, Issued issued = {}) {
+                                                  Promote promote, Issued issued = {},
+                                                  uint32_t tile = 0) {
+  [[maybe_unused]] uint32_t a[4][4];
+  if constexpr (RS) {
+    load_a_regs(a, tile);
+    wgmma_fence();
+  }
   auto issue = [&](int qd) {
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-      wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, db + 512 * qd + 2 * kk, kk);
+    for (int kk = 0; kk < 4; ++kk) {
+      const uint64_t b = db + 512 * qd + 2 * kk;
+      if constexpr (RS)
+        wgmma_m64n64k32_e4m3_rs(part[qd & 1], a[kk], b, kk);
+      else
+        wgmma_m64n64k32_e4m3(part[qd & 1], da + 2 * kk, b, kk);
+    }
     wgmma_commit();
     issued(qd);
   };
@@ -130,85 +142,51 @@ __device__ __forceinline__ void quarters_pipeline(float (&part)[2][32], uint64_t
   }
 }
 // The GEMM's promotion: each partial scaled per row (the token's activation scale times the
-// weight block's) into the f32 accumulators.
+// weight block's) into the f32 accumulators. RS: A from registers (quarters_pipeline).
+template <bool RS = false>
 __device__ __forceinline__ void quarters_kblock(float (&acc)[128], float (&part)[2][32],
-                                                uint64_t da, uint64_t db, float sc0, float sc1) {
-  quarters_pipeline(part, da, db, [&](int qd, const float(&pt)[32]) {
+                                                uint64_t da, uint64_t db, float sc0, float sc1,
+                                                uint32_t tile = 0) {
+  quarters_pipeline<RS>(
+      part, da, db,
+      [&](int qd, const float(&pt)[32]) {
 #pragma unroll
-    for (int i = 0; i < 32; ++i)
-      acc[32 * qd + i] = fmaf(pt[i], (i & 2) ? sc1 : sc0, acc[32 * qd + i]);
-  });
-}
-
-// The quarters with A from registers (loaded once per k-block, then 4 x 4 wgmma m64n64k32 RS).
-__device__ __forceinline__ void quarters_rs_kblock(float (&acc)[128], float (&part)[2][32],
-                                                   uint32_t tile, uint64_t db, float sc0,
-                                                   float sc1) {
-  uint32_t a[4][4];
-  load_a_regs(a, tile);
-  wgmma_fence();
-  auto issue = [&](int qd) {
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-      wgmma_m64n64k32_e4m3_rs(part[qd & 1], a[kk], db + 512 * qd + 2 * kk, kk);
-    wgmma_commit();
-  };
-  issue(0);
-  issue(1);
-#pragma unroll
-  for (int qd = 0; qd < 4; ++qd) {
-    if (qd + 1 < 4)
-      wgmma_wait<1>();
-    else
-      wgmma_wait<0>();
-    fence_acc(part[qd & 1]);
-#pragma unroll
-    for (int i = 0; i < 32; ++i)
-      acc[32 * qd + i] = fmaf(part[qd & 1][i], (i & 2) ? sc1 : sc0, acc[32 * qd + i]);
-    if (qd + 2 < 4) {
-      wgmma_fence();
-      issue(qd + 2);
-    }
-  }
-}
-// q-direct / n256 with A from registers.
-template <int N>
-__device__ __forceinline__ void direct_rs_kblock(float (&acc)[128], uint32_t tile, uint64_t db) {
-  uint32_t a[4][4];
-  load_a_regs(a, tile);
-  wgmma_fence();
-#pragma unroll
-  for (int g = 0; g < 256 / N; ++g)
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      float(&d)[N / 2] = *reinterpret_cast<float(*)[N / 2]>(acc + N / 2 * g);
-      const uint64_t b = db + 8 * N * g + 2 * kk;
-      if constexpr (N == 64)
-        wgmma_m64n64k32_e4m3_rs(d, a[kk], b, 1);
-      else
-        wgmma_m64n256k32_e4m3_rs(d, a[kk], b, 1);
-    }
-  wgmma_commit();
-  wgmma_wait<0>();
-  fence_acc(acc);
+        for (int i = 0; i < 32; ++i)
+          acc[32 * qd + i] = fmaf(pt[i], (i & 2) ? sc1 : sc0, acc[32 * qd + i]);
+      },
+      NoIssued{}, tile);
 }
 
 // One k-block as 256 / N column groups of 4 wgmma m64nNk32 straight into the accumulators (group
-// g: staged rows N g.., accumulators N / 2 g..), one commit group, wait 0.
-template <int N>
-__device__ __forceinline__ void direct_kblock(float (&acc)[128], uint64_t da, uint64_t db) {
+// g: staged rows N g.., accumulators N / 2 g..), one commit group, wait 0. RS (N 64 / 256): A
+// from registers, load_a_regs from `tile` first.
+template <int N, bool RS = false>
+__device__ __forceinline__ void direct_kblock(float (&acc)[128], uint64_t da, uint64_t db,
+                                              uint32_t tile = 0) {
+  static_assert(!RS || N == 64 || N == 256, "register A: n64 and n256");
+  [[maybe_unused]] uint32_t a[4][4];
+  if constexpr (RS) {
+    load_a_regs(a, tile);
+    wgmma_fence();
+  }
 #pragma unroll
   for (int g = 0; g < 256 / N; ++g)
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       float(&d)[N / 2] = *reinterpret_cast<float(*)[N / 2]>(acc + N / 2 * g);
       const uint64_t b = db + 8 * N * g + 2 * kk;  // N rows x 128 bytes, in 16-byte units
-      if constexpr (N == 16)
+      if constexpr (RS && N == 64)
+        wgmma_m64n64k32_e4m3_rs(d, a[kk], b, 1);
+      else if constexpr (RS)
+        wgmma_m64n256k32_e4m3_rs(d, a[kk], b, 1);
+      else if constexpr (N == 16)
         wgmma_m64n16k32_e4m3(d, da + 2 * kk, b, 1);
       else if constexpr (N == 32)
         wgmma_m64n32k32_e4m3(d, da + 2 * kk, b, 1);
-      else
+      else if constexpr (N == 64)
         wgmma_m64n64k32_e4m3(d, da + 2 * kk, b, 1);
+      else
+        wgmma_m64n256k32_e4m3(d, da + 2 * kk, b, 1);
     }
   wgmma_commit();
   wgmma_wait<0>();
@@ -330,11 +308,11 @@ __global__ void __launch_bounds__(256, 1)
     } else if constexpr (P == kColEarly) {
       colearly_kblock(acc, part, da, db, colsc[it & 1], sc0, sc1);
     } else if constexpr (P == kQDirectRS) {
-      direct_rs_kblock<64>(acc, s0 + wg * 64 * 128, db);
+      direct_kblock<64, true>(acc, da, db, s0 + wg * 64 * 128);
     } else if constexpr (P == kN256RS) {
-      direct_rs_kblock<256>(acc, s0 + wg * 64 * 128, db);
+      direct_kblock<256, true>(acc, da, db, s0 + wg * 64 * 128);
     } else if constexpr (P == kQuartersRS) {
-      quarters_rs_kblock(acc, part, s0 + wg * 64 * 128, db, sc0, sc1);
+      quarters_kblock<true>(acc, part, da, db, sc0, sc1, s0 + wg * 64 * 128);
     } else if constexpr (P == kHDirect) {
 #pragma unroll
       for (int h = 0; h < 2; ++h)
@@ -346,11 +324,7 @@ __global__ void __launch_bounds__(256, 1)
       wgmma_wait<0>();
       fence_acc(acc);
     } else {
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) wgmma_m64n256k32_e4m3(acc, da + 2 * kk, db + 2 * kk, 1);
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_acc(acc);
+      direct_kblock<256>(acc, da, db);
     }
   }
   finish(acc, t0, out, cycles);
