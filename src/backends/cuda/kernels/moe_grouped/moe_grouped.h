@@ -215,8 +215,8 @@ struct GroupedLaunch {
   // tiles the 64-token mma.sync tile GEMM then). Bit-identical (FP8). H200 (docs/perf.md,
   // 2026-12-03 session 24; whole FP8 layer with pairs, two calls): glm5 / dsv3 T 1024 (32 tokens
   // per expert) 9-10% faster, T 2048 (64) 4-9%; at T 4096 / 8192 (128 / 256 per expert) the narrow
-  // instance was then 5-6% slower (its spills, gone since session 50; session 64 moved FP8's
-  // bound to 128), hence per call.
+  // instance was then 5-6% slower (its spills, gone since session 50; sessions 64 / 65 moved FP8's
+  // bound to 128 / 192), hence per call.
   int wgmma_narrow = -1;
   // Down's activation tiles on the warp-specialized FP8 / pair kernels by one TMA box each
   // instead of the producers' cp.async gather (h's rows are contiguous by position; rows past a
@@ -595,14 +595,16 @@ inline bool grouped_pipe_two_step(const GroupedLaunch& l, GroupedFmt f, bool pac
 // Rows of one matrix in a two-sub-block item (N must be a multiple).
 constexpr int64_t grouped_pipe_r2_rows(bool gate_up) { return gate_up ? 32 : 64; }
 // Expected tokens per expert (T * K / E) up to which GroupedLaunch::wgmma_narrow's -1 takes the
-// narrow instance: FP8 experts up to 128, NVFP4 computed in FP8 (f4, the F4 kernel) up to 64.
-// H100, docs/perf.md session 64 (its instance since session 50, no spills): FP8 at 128 per
-// expert (glm5 / dsv3 T 4096, TP8 T 4096) 1.2-3.4% faster in sustained blocks (the power cap:
-// a narrow tile computes no padding warpgroup) and level to 0.7% faster in interleaved replays;
-// 96 level both ways; 192 2.4-3.7% faster sustained (not measured interleaved); 256 0.7-2.2%
-// slower. F4 at 128: sustained 1.6-1.9% faster, interleaved 1.2-1.9% slower; 96: 4.5% slower
+// narrow instance: FP8 experts up to 192, NVFP4 computed in FP8 (f4, the F4 kernel) up to 64.
+// H100, docs/perf.md sessions 64 / 65 (its instance since session 50, no spills), FP8 glm5 /
+// dsv3: speed-up of narrow in sustained blocks (the 700 W cap: a narrow tile computes no padding
+// warpgroup) / in interleaved replays: 96 per expert level / level; 128 (and TP8 T 4096)
+// 1.012-1.034 / 1.003-1.007; 160 1.061-1.065 / 1.007-1.010; 192 1.016-1.042 / 1.002-1.004;
+// 256 0.98-0.99 / 0.967-0.994. EP8 (local rows, K 1) 131 / 164 / 194 per expert 1.013 / 1.039 /
+// 1.013 interleaved, 261 1.022 (open: why EP8 gains at 256 where the unsharded calls lose).
+// F4 at 128: sustained 1.6-1.9% faster, interleaved 1.2-1.9% slower; 96: 4.5% slower
 // interleaved. (Sessions 24 / 44's losses at 128 were the instance's spills, gone since.)
-constexpr double kGroupedNarrowMaxMean = 128;
+constexpr double kGroupedNarrowMaxMean = 192;
 constexpr double kGroupedNarrowMaxMeanF4 = 64;
 inline bool grouped_wgmma_narrow(const GroupedLaunch& l, int64_t T, int64_t K, int64_t E,
                                  bool f4 = false) {

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Session 65 (carry [".deps"]). On an H200 (the issue's GPU; last measured there in session 41):
+# issue 5's table against torch with a device build (bench/moe/run.sh, MOE_BENCH_PRESET=issue5,
+# read flush, --phases 1, moe_grouped_tests first; ~6 min), then the unsharded decode coverage
+# T 1..256 and prefill T 4096 / 8192, each only while the call's 600 s hold it. On an H100:
+# scripts/gpu-test.sh on the tree (FP8's narrow bound at 192 per expert), then the default launch
+# against --narrow 0 at T 5120 / 6144 interleaved (the default should now take narrow: B/A > 1).
+# Logs: $OUT/h200.log, $OUT/table/ (summary.txt, bench.log, torch.log, table.md) or gpu-test.out.
+set -u
+LOG=h200
+source "$(dirname "$0")/device-run.sh"  # $o, $L, run
+if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  gpu_test
+  TMO=60 run default-vs-narrow0 build-gpu/bin/moe_bench --fmt fp8 --shape glm5,dsv3,glm5-ep8 \
+    --tokens 5120,6144 --iters 10 --ab "--narrow 0"
+  echo "== done $(date +%T) (${SECONDS}s)" >>"$L"
+  exit 0
+fi
+OUT=$o/table MOE_BENCH_PRESET=issue5 MOE_BENCH_FLUSH=read MOE_BENCH_PHASES=1 MOE_TORCH_TIMEOUT=150 \
+  timeout 420 bash bench/moe/run.sh >"$o/run.out" 2>&1
+echo "== table done $(date +%T) (${SECONDS}s)" >>"$L"
+P=build-gpu/bin/moe_bench
+[ "$SECONDS" -lt 500 ] && TMO=60 run decode-read $P --flush read --fmt nvfp4,fp8,bf16 \
+  --shape glm5,dsv3 --tokens 1,2,4,8,16,32,64,128,256 --iters 20
+[ "$SECONDS" -lt 540 ] && TMO=50 run prefill $P --phases 1 --fmt fp8,nvfp4,bf16 --shape glm5,dsv3 \
+  --tokens 4096,8192 --iters 10
+echo "== done $(date +%T) (${SECONDS}s)" >>"$L"
