@@ -2,17 +2,32 @@
 # Session 65 (carry [".deps"]). On an H200 (the issue's GPU; last measured there in session 41):
 # issue 5's table against torch with a device build (bench/moe/run.sh, MOE_BENCH_PRESET=issue5,
 # read flush, --phases 1, moe_grouped_tests first; ~6 min), then the unsharded decode coverage
-# T 1..256 and prefill T 4096 / 8192, each only while the call's 600 s hold it. On an H100:
-# scripts/gpu-test.sh on the tree (FP8's narrow bound at 192 per expert), then the default launch
-# against --narrow 0 at T 5120 / 6144 interleaved (the default should now take narrow: B/A > 1).
+# T 1..256 and prefill T 4096 / 8192, each only while the call's 600 s hold it. On an H100: the
+# NARROW instance at T 7168 (224 per expert: where between 192 and 256 does it stop paying?) in
+# sustained blocks both orders ("on-off": narrow on the command line, A; B/A = speed-up) and
+# interleaved with EP8 at T 7168 / 8192, the default against --narrow 0 at T 5120 / 6144 (it
+# should take narrow now: B/A > 1), then scripts/gpu-test.sh on the tree if time is left.
 # Logs: $OUT/h200.log, $OUT/table/ (summary.txt, bench.log, torch.log, table.md) or gpu-test.out.
 set -u
 LOG=h200
 source "$(dirname "$0")/device-run.sh"  # $o, $L, run
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  gpu_test
-  TMO=60 run default-vs-narrow0 build-gpu/bin/moe_bench --fmt fp8 --shape glm5,dsv3,glm5-ep8 \
-    --tokens 5120,6144 --iters 10 --ab "--narrow 0"
+  P=build-gpu/bin/moe_bench
+  source scripts/gpu-env.sh  # moe_unpack_deps, moe_configure (as bench/moe/run.sh builds)
+  { moe_unpack_deps && moe_configure build-gpu "$o/configure.log" &&
+    cmake --build build-gpu -j"$(nproc)" --target moe_bench; } >"$o/build.out" 2>&1 ||
+    { tail -n 20 "$o/build.out" >>"$L"; exit 1; }
+  echo "== built $(date +%T) (${SECONDS}s)" >>"$L"
+  S="--iters 10 --sustain-ms 800 --ab-blocks 4"
+  F="--fmt fp8 --shape glm5,dsv3 --tokens 7168 $S"
+  TMO=40 run on-off-narrow $P $F --narrow 1 --ab "--narrow 0"
+  TMO=40 run off-on-narrow $P $F --ab "--narrow 1"
+  TMO=40 run default-vs-narrow0 $P --fmt fp8 --shape glm5,dsv3,glm5-ep8 --tokens 5120,6144 \
+    --iters 10 --ab "--narrow 0"
+  TMO=40 run interleaved-narrow $P --fmt fp8 --shape glm5,dsv3,glm5-ep8 --tokens 7168,8192 \
+    --iters 10 --ab "--narrow 1"
+  echo "== bench done $(date +%T) (${SECONDS}s)" >>"$L"
+  [ "$SECONDS" -lt 200 ] && gpu_test
   echo "== done $(date +%T) (${SECONDS}s)" >>"$L"
   exit 0
 fi
