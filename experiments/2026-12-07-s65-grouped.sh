@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Session 65's short check of 21c888e (carry [".deps"], ~150 s on an H100): the grouped MoE
+# kernels' GPU tests (moe_grouped_tests, every format against the reference backend) on a device
+# build of the tree, whose default launches now take the NARROW instance up to 192 tokens per
+# expert. Log: $OUT/grouped.log.
+set -u
+LOG=grouped
+source "$(dirname "$0")/device-run.sh"  # $o, $L, run
+source scripts/gpu-env.sh  # moe_unpack_deps, moe_configure
+{ moe_unpack_deps && moe_configure build-gpu "$o/configure.log" &&
+  cmake --build build-gpu -j"$(nproc)" --target moe_grouped_tests; } >"$o/build.out" 2>&1 ||
+  { tail -n 20 "$o/build.out" >>"$L"; exit 1; }
+echo "== built $(date +%T) (${SECONDS}s)" >>"$L"
+TMO=200 TAIL=40 run moe_grouped_tests env MOE_REQUIRE_GPU=1 build-gpu/bin/moe_grouped_tests
+echo "== done $(date +%T) (${SECONDS}s)" >>"$L"
