@@ -727,7 +727,7 @@ TEST(MoeConfig, WgmmaNarrowByExpectedTokensPerExpert) {
     EXPECT_EQ(grouped_wgmma_narrow(l, 5120, 8, 256, f4), !f4);  // 160
     EXPECT_EQ(grouped_wgmma_narrow(l, 6144, 8, 256, f4), !f4);  // 192
     EXPECT_FALSE(grouped_wgmma_narrow(l, 6145, 8, 256, f4)) << f4;
-    EXPECT_EQ(grouped_wgmma_narrow(l, 6208, 1, 32, f4), false);  // EP8 T 6144's 194 per expert
+    EXPECT_FALSE(grouped_wgmma_narrow(l, 6208, 1, 32, f4)) << f4;  // EP8 T 6144: 194 per expert
     EXPECT_FALSE(grouped_wgmma_narrow(l, 8192, 8, 256, f4)) << f4;
     EXPECT_FALSE(grouped_wgmma_narrow(l, 100, 8, 0, f4)) << f4;  // no experts: never
   }

@@ -602,8 +602,8 @@ constexpr int64_t grouped_pipe_r2_rows(bool gate_up) { return gate_up ? 32 : 64;
 // 1.012-1.034 / 1.003-1.007; 160 1.061-1.065 / 1.007-1.010; 192 1.016-1.042 / 1.002-1.004;
 // 224 0.967-1.002 / 0.995-1.000; 256 0.98-0.99 / 0.967-0.994 (the gains follow the share of tiles
 // that are a last tile of <= 64 tokens: experiments/narrow_tiles.py). EP8 (local rows, K 1) 131 /
-// 164 / 194 per expert 1.013 / 1.039 / 1.013 interleaved, 261 1.022 (open: why EP8 gains at 256
-// where the unsharded calls lose). F4 at 128: sustained 1.6-1.9% faster, interleaved 1.2-1.9%
+// 164 / 194 per expert 1.013 / 1.039 / 1.013 interleaved, 261 1.022-1.031 (open: why EP8 gains at
+// 256 where the unsharded calls lose). F4 at 128: sustained 1.6-1.9% faster, interleaved 1.2-1.9%
 // slower; 96: 4.5% slower interleaved. (Sessions 24 / 44's losses at 128 were the instance's
 // spills, gone since.)
 constexpr double kGroupedNarrowMaxMean = 192;
