@@ -6,10 +6,6 @@
 set -u
 LOG=grouped
 source "$(dirname "$0")/device-run.sh"  # $o, $L, run
-source scripts/gpu-env.sh  # moe_unpack_deps, moe_configure
-{ moe_unpack_deps && moe_configure build-gpu "$o/configure.log" &&
-  cmake --build build-gpu -j"$(nproc)" --target moe_grouped_tests; } >"$o/build.out" 2>&1 ||
-  { tail -n 20 "$o/build.out" >>"$L"; exit 1; }
-echo "== built $(date +%T) (${SECONDS}s)" >>"$L"
+gpu_build moe_grouped_tests || exit 1
 TMO=200 TAIL=40 run moe_grouped_tests env MOE_REQUIRE_GPU=1 build-gpu/bin/moe_grouped_tests
 echo "== done $(date +%T) (${SECONDS}s)" >>"$L"

@@ -13,11 +13,7 @@ LOG=h200
 source "$(dirname "$0")/device-run.sh"  # $o, $L, run
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   P=build-gpu/bin/moe_bench
-  source scripts/gpu-env.sh  # moe_unpack_deps, moe_configure (as bench/moe/run.sh builds)
-  { moe_unpack_deps && moe_configure build-gpu "$o/configure.log" &&
-    cmake --build build-gpu -j"$(nproc)" --target moe_bench; } >"$o/build.out" 2>&1 ||
-    { tail -n 20 "$o/build.out" >>"$L"; exit 1; }
-  echo "== built $(date +%T) (${SECONDS}s)" >>"$L"
+  gpu_build moe_bench || exit 1
   S="--iters 10 --sustain-ms 800 --ab-blocks 4"
   F="--fmt fp8 --shape glm5,dsv3 --tokens 7168 $S"
   TMO=40 run on-off-narrow $P $F --narrow 1 --ab "--narrow 0"

@@ -20,3 +20,14 @@ gpu_test() {
     bash scripts/gpu-test.sh >"$o/gpu-test.out" 2>&1
   echo "gpu-test.sh rc=$?" >>"$o/summary.txt"
 }
+# gpu_build TARGET...: unpacks .deps, configures build-gpu/ (scripts/gpu-env.sh, as
+# bench/moe/run.sh does) and builds TARGET...; output in $o/build.out (configure in
+# $o/configure.log), the last 20 lines in $L on failure (session 65 on).
+gpu_build() {
+  # shellcheck source=scripts/gpu-env.sh
+  source scripts/gpu-env.sh
+  { moe_unpack_deps && moe_configure build-gpu "$o/configure.log" &&
+    cmake --build build-gpu -j"$(nproc)" --target "$@"; } >"$o/build.out" 2>&1 ||
+    { tail -n 20 "$o/build.out" >>"$L"; return 1; }
+  echo "== built $* $(date +%T) (${SECONDS}s)" >>"$L"
+}

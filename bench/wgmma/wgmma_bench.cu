@@ -423,9 +423,11 @@ void time_kernel(K k, int smem, const char* name, int sms, int iters, const uint
   CK(cudaEventDestroy(e1));
 }
 
-template <int P>
+// Times the patterns P..., one after another.
+template <int... P>
 void run(int sms, int iters, const uint8_t* src, const float* sc, float* out, long long* cyc) {
-  time_kernel(wgmma_bench_kernel<P>, kA + kB + 1024, kNames[P], sms, iters, src, sc, out, cyc);
+  (time_kernel(wgmma_bench_kernel<P>, kA + kB + 1024, kNames[P], sms, iters, src, sc, out, cyc),
+   ...);
 }
 
 // Whether the register-A pattern computes what its descriptor-A pattern does (the fragment
@@ -493,28 +495,13 @@ int main(int argc, char** argv) {
   if (power) {
     // Sustained (iters large: seconds per pattern): each pattern at the clock its own power
     // allows; the GHz column is the CTAs' cycles over the wall time. Two rounds, alternated.
-    for (int round = 0; round < 2; ++round) {
-      run<kQuarters>(sms, iters, src, sc, out, cyc);
-      run<kQuartersRS>(sms, iters, src, sc, out, cyc);
-      run<kQDirect>(sms, iters, src, sc, out, cyc);
-      run<kQDirectRS>(sms, iters, src, sc, out, cyc);
-      run<kN256>(sms, iters, src, sc, out, cyc);
-      run<kN256RS>(sms, iters, src, sc, out, cyc);
-    }
+    for (int round = 0; round < 2; ++round)
+      run<kQuarters, kQuartersRS, kQDirect, kQDirectRS, kN256, kN256RS>(sms, iters, src, sc, out,
+                                                                        cyc);
     return same ? 0 : 1;
   }
-  run<kQuarters>(sms, iters, src, sc, out, cyc);
-  run<kHalves>(sms, iters, src, sc, out, cyc);
-  run<kQDirect>(sms, iters, src, sc, out, cyc);
-  run<kHDirect>(sms, iters, src, sc, out, cyc);
-  run<kN256>(sms, iters, src, sc, out, cyc);
-  run<kN16>(sms, iters, src, sc, out, cyc);
-  run<kN32>(sms, iters, src, sc, out, cyc);
-  run<kColScales>(sms, iters, src, sc, out, cyc);
-  run<kColEarly>(sms, iters, src, sc, out, cyc);
-  run<kQDirectRS>(sms, iters, src, sc, out, cyc);
-  run<kQuartersRS>(sms, iters, src, sc, out, cyc);
-  run<kN256RS>(sms, iters, src, sc, out, cyc);
+  run<kQuarters, kHalves, kQDirect, kHDirect, kN256, kN16, kN32, kColScales, kColEarly, kQDirectRS,
+      kQuartersRS, kN256RS>(sms, iters, src, sc, out, cyc);
   const int big = 4 * (kA + kB) + 1024;
   time_kernel(wgmma_real_kernel<4, 0, false>, big, "quarters, 4 stages rotated", sms, iters, src,
               sc, out, cyc);

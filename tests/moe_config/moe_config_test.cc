@@ -714,7 +714,7 @@ TEST(MoeConfig, PipeR2NeedsRoundsOfItems) {
 }
 
 // The warp-specialized FP8 GEMMs' narrow instance: per call from the expected tokens per expert
-// (FP8 T K / E <= 128: glm5 T 4096 yes, T 4097 and 8192 no; NVFP4 computed in FP8 <= 64: glm5
+// (FP8 T K / E <= 192: glm5 T 6144 yes, T 6145 and 8192 no; NVFP4 computed in FP8 <= 64: glm5
 // T 2048 yes, 2049 and 4096 no), unless the launch says.
 TEST(MoeConfig, WgmmaNarrowByExpectedTokensPerExpert) {
   GroupedLaunch l;
