@@ -6,7 +6,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 pkgs=(build-essential cmake ninja-build pkg-config git g++ clang clang-format libclang-rt-14-dev
-      googletest libgtest-dev nlohmann-json3-dev libpcre2-dev)
+      googletest libgtest-dev nlohmann-json3-dev libpcre2-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

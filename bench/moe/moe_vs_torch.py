@@ -16,6 +16,7 @@ rows already sorted and gathered, torch's best case (ours includes the grouping,
 the combine either way: at TP8 T 8192 they are ~20% of our layer, docs/perf.md session 61).
 Usage: moe_vs_torch.py --routing-dir DIR --ours ours.jsonl [--shape glm5,dsv3,glm5-tp8,...]
                        [--iters 20] [--md table.md] [--flush memset|read] [--layer gemms|full]
+                       [--json torch.jsonl]
 """
 import argparse
 import json
@@ -139,6 +140,8 @@ def main():
     ap.add_argument("--time-budget", type=float, default=0,
                     help="seconds; after this, rows keep only our numbers (0: no limit)")
     ap.add_argument("--md", default="")
+    ap.add_argument("--json", default="",
+                    help="also write torch's rows, one JSON object per line (bench/moe/targets.py)")
     ap.add_argument("--flush", choices=("memset", "read"), default="memset",
                     help="the L2 flush before each replay (as moe_bench --flush)")
     ap.add_argument("--layer", choices=("gemms", "full"), default="gemms",
@@ -150,6 +153,8 @@ def main():
         import torch
     except ImportError as e:
         sys.exit(f"moe_vs_torch.py needs torch and numpy: {e}")
+    if args.json:
+        open(args.json, "w").close()  # rows are appended as they are measured
 
     ours = {}
     with open(args.ours) as f:
@@ -202,6 +207,12 @@ def main():
                     us = res[fmt]
                     row["torch_" + fmt] = (us, res["bytes_" + fmt] / (us * 1e3) / PEAK * 100)
             rows.append(row)
+            if args.json:
+                with open(args.json, "a") as jf:
+                    jf.write(json.dumps({"shape": sname, "routing": routing, "T": T,
+                                         "layer": args.layer, "flush": args.flush,
+                                         **{f + "_us": res[f] for f in ("bf16", "fp8")
+                                            if f in res}}) + "\n")
             print(f"{sname} {routing} T={T}: " + ", ".join(
                 f"{k} {row[k][0]:.0f} us" for k in ("bf16", "fp8", "nvfp4", "torch_bf16",
                                                     "torch_fp8") if k in row), flush=True)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU-machine run for the grouped MoE kernels: unpack .deps, build (sm_90a), run the grouped
 # parity tests, then moe_bench (one run per set of rows) and moe_vs_torch.py on the same routing
-# files. Logs under $OUT (summary.txt, bench.log, ours.jsonl, torch.log, table.md).
+# files, then bench/moe/targets.py (issue 5's targets against the run). Logs under $OUT
+# (summary.txt, bench.log, ours.jsonl, torch.log, torch.jsonl, table.md, targets.md).
 # Env:
 #   MOE_BENCH_PRESET=issue5   the rows issue 5 asks for (~4 min on an H200 with MOE_SKIP_TESTS=1):
 #                             TP8/EP8 shares at T 1..256, Zipf/hot routing, the mid range
@@ -77,6 +78,7 @@ ${MOE_BENCH_SWEEP:-1} ${MOE_BENCH_ITERS:-20}"
 rd=/tmp/moe-routing && rm -rf $rd && mkdir -p $rd
 : >"$out/ours.jsonl"
 : >"$out/bench.log"
+rm -f "$out/torch.jsonl"
 n=0
 while read -r shapes routings tokens fmts sweep iters; do
   [ -z "${shapes:-}" ] && continue
@@ -96,9 +98,16 @@ if [ "${MOE_SKIP_TORCH:-0}" != 1 ]; then
   echo "== torch $(date +%T)" | tee -a "$out/summary.txt"
   PYTHONUNBUFFERED=1 timeout "${MOE_TORCH_TIMEOUT:-300}" python3 bench/moe/moe_vs_torch.py \
     --routing-dir $rd --ours "$out/ours.jsonl" --md "$out/table.md" --flush "${MOE_BENCH_FLUSH:-memset}" \
-    --layer "${MOE_TORCH_LAYER:-gemms}" --time-budget $(( ${MOE_TORCH_TIMEOUT:-300} - 40 )) >"$out/torch.log" 2>&1 ||
+    --layer "${MOE_TORCH_LAYER:-gemms}" --json "$out/torch.jsonl" --time-budget $(( ${MOE_TORCH_TIMEOUT:-300} - 40 )) >"$out/torch.log" 2>&1 ||
     status=1
   tail -n 80 "$out/torch.log" | tee -a "$out/summary.txt"
 fi
+# Issue 5's targets against this run (bench/moe/targets.py; indicative off the H200).
+echo "== targets" | tee -a "$out/summary.txt"
+torch_json=()
+[ -s "$out/torch.jsonl" ] && torch_json=(--torch "$out/torch.jsonl")
+python3 bench/moe/targets.py --ours "$out/ours.jsonl" "${torch_json[@]}" --md "$out/targets.md" \
+  --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)" 2>&1 |
+  tee -a "$out/summary.txt" || status=1
 echo "== done $(date +%T), status $status" | tee -a "$out/summary.txt"
 exit $status
