@@ -5,7 +5,7 @@
 # (summary.txt, bench.log, ours.jsonl, torch.log, torch.jsonl, table.md, targets.md).
 # Env:
 #   MOE_BENCH_PRESET=issue5   the rows issue 5 asks for (~4 min on an H200 with MOE_SKIP_TESTS=1):
-#                             TP8/EP8 shares at T 1..256, Zipf/hot routing, the mid range
+#                             TP8/EP8 shares and glm5 / dsv3 at T 1..256, Zipf/hot routing, the mid range
 #                             T 512..1536 (where the streaming and warpgroup-MMA launches meet),
 #                             prefill T 4096/8192.
 #   MOE_BENCH_SETS            rows as lines "shapes routings tokens fmts sweep iters", e.g.
@@ -60,10 +60,12 @@ fi
 sets=${MOE_BENCH_SETS:-}
 if [ -z "$sets" ] && [ "${MOE_BENCH_PRESET:-}" = issue5 ]; then
   # Sharded decode shares (compare glm5-tp8 with the Triton TP8 rows of h200-anchors.md);
-  # skewed routing on the whole layer and on the busiest EP8 rank; prefill (heuristic config,
-  # fewer replays: each takes tens of ms).
+  # the unsharded layers at T 1..256 (issue 5's first two targets, session 66); skewed routing
+  # on the whole layer and on the busiest EP8 rank; prefill (heuristic config, fewer replays:
+  # each takes tens of ms).
   sets="glm5-tp8,glm5-ep8,dsv3-tp8,dsv3-ep8 uniform 1,8,32,64,128,256 bf16,fp8,nvfp4 1 20
-glm5 uniform,zipf1,zipf1.5,hot8 8,64,256,1024 bf16,fp8,nvfp4 1 20
+glm5,dsv3 uniform 1,2,4,8,32,64,128,256 bf16,fp8,nvfp4 1 20
+glm5 zipf1,zipf1.5,hot8 8,64,256,1024 bf16,fp8,nvfp4 1 20
 glm5-ep8 zipf1,zipf1.5,hot8 8,64,256,1024 bf16,fp8,nvfp4 1 20
 glm5,glm5-tp8,glm5-ep8 uniform,zipf1 512,768,1024,1280,1536 bf16,fp8,nvfp4 0 10
 glm5,dsv3,glm5-tp8 uniform 4096,8192 bf16,fp8,nvfp4 0 10"
