@@ -9,14 +9,18 @@ import random
 import sys
 
 
-def tiles(T, E=256, K=8, local=None, seed=1):
+def counts_by_expert(T, E=256, K=8, local=None, seed=1):
+    """Tokens per expert under uniform routing (EP8: the first `local` experts)."""
     rng = random.Random(seed)
     cnt = [0] * E
     for _ in range(T):
         for e in rng.sample(range(E), K):
             cnt[e] += 1
-    if local:
-        cnt = cnt[:local]
+    return cnt[:local] if local else cnt
+
+
+def tiles(T, E=256, K=8, local=None, seed=1):
+    cnt = counts_by_expert(T, E, K, local, seed)
     full = sum(n // 128 for n in cnt)
     tails = [n % 128 for n in cnt if n % 128]
     narrow = sum(1 for r in tails if r <= 64)
