@@ -714,8 +714,9 @@ TEST(MoeConfig, PipeR2NeedsRoundsOfItems) {
 }
 
 // The warp-specialized FP8 GEMMs' narrow instance: per call from the expected tokens per expert
-// (FP8 T K / E <= 192: glm5 T 6144 yes, T 6145 and 8192 no; NVFP4 computed in FP8 <= 64: glm5
-// T 2048 yes, 2049 and 4096 no), unless the launch says.
+// (FP8 T K / E <= 192: glm5 T 6144 yes, T 6145 and 8192 no; an EP rank's local experts, K 1 and
+// 2..32 experts, <= 300; NVFP4 computed in FP8 <= 64: glm5 T 2048 yes, 2049 and 4096 no), unless
+// the launch says.
 TEST(MoeConfig, WgmmaNarrowByExpectedTokensPerExpert) {
   GroupedLaunch l;
   EXPECT_EQ(l.wgmma_narrow, -1);
@@ -727,7 +728,15 @@ TEST(MoeConfig, WgmmaNarrowByExpectedTokensPerExpert) {
     EXPECT_EQ(grouped_wgmma_narrow(l, 5120, 8, 256, f4), !f4);  // 160
     EXPECT_EQ(grouped_wgmma_narrow(l, 6144, 8, 256, f4), !f4);  // 192
     EXPECT_FALSE(grouped_wgmma_narrow(l, 6145, 8, 256, f4)) << f4;
-    EXPECT_FALSE(grouped_wgmma_narrow(l, 6208, 1, 32, f4)) << f4;  // EP8 T 6144: 194 per expert
+    // EP8's local experts (K 1, 32 experts): FP8 up to 300 per expert
+    EXPECT_EQ(grouped_wgmma_narrow(l, 6208, 1, 32, f4), !f4);  // EP8 T 6144: 194 per expert
+    EXPECT_EQ(grouped_wgmma_narrow(l, 8343, 1, 32, f4), !f4);  // EP8 T 8192: 261
+    EXPECT_EQ(grouped_wgmma_narrow(l, 9600, 1, 32, f4), !f4);  // 300
+    EXPECT_FALSE(grouped_wgmma_narrow(l, 9601, 1, 32, f4)) << f4;
+    EXPECT_FALSE(grouped_wgmma_narrow(l, 10410, 1, 32, f4)) << f4;  // EP8 T 10240: 325
+    EXPECT_FALSE(grouped_wgmma_narrow(l, 8343, 2, 64, f4)) << f4;   // K 2: the unsharded bound
+    EXPECT_FALSE(grouped_wgmma_narrow(l, 16640, 1, 64, f4)) << f4;  // 64 experts: 260, unmeasured
+    EXPECT_FALSE(grouped_wgmma_narrow(l, 260, 1, 1, f4)) << f4;     // one expert (shared): 260
     EXPECT_FALSE(grouped_wgmma_narrow(l, 8192, 8, 256, f4)) << f4;
     EXPECT_FALSE(grouped_wgmma_narrow(l, 100, 8, 0, f4)) << f4;  // no experts: never
   }

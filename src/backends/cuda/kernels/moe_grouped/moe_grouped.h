@@ -210,7 +210,8 @@ struct GroupedLaunch {
   // consumer warpgroups on two quarters of the weight rows each instead of one warpgroup computing
   // 64 padding rows (the kernels' NARROW instance, MoeGemmParams::narrow): 1 always, 0 never, -1
   // when the call's experts expect at most kGroupedNarrowMaxMean tokens each (F4:
-  // kGroupedNarrowMaxMeanF4; grouped_wgmma_narrow, from run_grouped_experts;
+  // kGroupedNarrowMaxMeanF4, an EP rank's local experts kGroupedNarrowMaxMeanEp;
+  // grouped_wgmma_narrow, from run_grouped_experts;
   // for the hybrid's big tiles when T <= 64, grouped_hybrid_narrow, which also gives BF16 big
   // tiles the 64-token mma.sync tile GEMM then). Bit-identical (FP8). H200 (docs/perf.md,
   // 2026-12-03 session 24; whole FP8 layer with pairs, two calls): glm5 / dsv3 T 1024 (32 tokens
@@ -602,17 +603,27 @@ constexpr int64_t grouped_pipe_r2_rows(bool gate_up) { return gate_up ? 32 : 64;
 // 1.012-1.034 / 1.003-1.007; 160 1.061-1.065 / 1.007-1.010; 192 1.016-1.042 / 1.002-1.004;
 // 224 0.967-1.002 / 0.995-1.000; 256 0.98-0.99 / 0.967-0.994 (the gains follow the share of tiles
 // that are a last tile of <= 64 tokens: experiments/narrow_tiles.py). EP8 (local rows, K 1) 131 /
-// 164 / 194 per expert 1.013 / 1.039 / 1.013 interleaved, 261 1.022-1.031 (open: why EP8 gains at
-// 256 where the unsharded calls lose). F4 at 128: sustained 1.6-1.9% faster, interleaved 1.2-1.9%
-// slower; 96: 4.5% slower interleaved. (Sessions 24 / 44's losses at 128 were the instance's
-// spills, gone since.)
+// 164 / 194 per expert 1.013 / 1.039 / 1.013 interleaved, 261 1.022-1.031. F4 at 128: sustained
+// 1.6-1.9% faster, interleaved 1.2-1.9% slower; 96: 4.5% slower interleaved. (Sessions 24 / 44's
+// losses at 128 were the instance's spills, gone since.)
+// FP8 calls of an expert-parallel rank's local experts (K 1, 2..32 experts: EP8's 32) take it up
+// to kGroupedNarrowMaxMeanEp: H100, docs/perf.md session 67, glm5-ep8 / dsv3-ep8 interleaved
+// 194 per expert 1.011 / 1.013, 261 1.023 / 1.024 (`--phases 1`: GEMMs 7% faster), 292 (glm5)
+// 1.021; 325 0.995 / 0.994, 388 1.005 / 1.009 and in sustained blocks 0.989-1.011, 518 / 776
+// level to 1% slower; unsharded glm5 / dsv3 at 288 lose 4-8% in both forms, TP8 at 256 3%.
+// Why EP8 gains where the unsharded calls lose is open: static item striding's balance predicts
+// the same for both (experiments/item_balance.py).
 constexpr double kGroupedNarrowMaxMean = 192;
 constexpr double kGroupedNarrowMaxMeanF4 = 64;
+constexpr double kGroupedNarrowMaxMeanEp = 300;
 inline bool grouped_wgmma_narrow(const GroupedLaunch& l, int64_t T, int64_t K, int64_t E,
                                  bool f4 = false) {
   if (l.wgmma_narrow >= 0) return l.wgmma_narrow == 1;
+  const bool ep_local = !f4 && K == 1 && E > 1 && E <= 32;
   return E > 0 && static_cast<double>(T * K) / static_cast<double>(E) <=
-                      (f4 ? kGroupedNarrowMaxMeanF4 : kGroupedNarrowMaxMean);
+                      (f4         ? kGroupedNarrowMaxMeanF4
+                       : ep_local ? kGroupedNarrowMaxMeanEp
+                                  : kGroupedNarrowMaxMean);
 }
 
 // GroupedLaunch::x_pos's -1 copies x by position for gate_up's TMA boxes from kGroupedXPosMinMean
