@@ -606,13 +606,14 @@ constexpr int64_t grouped_pipe_r2_rows(bool gate_up) { return gate_up ? 32 : 64;
 // 164 / 194 per expert 1.013 / 1.039 / 1.013 interleaved, 261 1.022-1.031. F4 at 128: sustained
 // 1.6-1.9% faster, interleaved 1.2-1.9% slower; 96: 4.5% slower interleaved. (Sessions 24 / 44's
 // losses at 128 were the instance's spills, gone since.)
-// FP8 calls of an expert-parallel rank's local experts (K 1, 2..32 experts: EP8's 32) take it up
-// to kGroupedNarrowMaxMeanEp: H100, docs/perf.md session 67, glm5-ep8 / dsv3-ep8 interleaved
-// 194 per expert 1.011 / 1.013, 261 1.023 / 1.024 (`--phases 1`: GEMMs 7% faster), 292 (glm5)
-// 1.021; 325 0.995 / 0.994, 388 1.005 / 1.009 and in sustained blocks 0.989-1.011, 518 / 776
-// level to 1% slower; unsharded glm5 / dsv3 at 288 lose 4-8% in both forms, TP8 at 256 3%.
-// Why EP8 gains where the unsharded calls lose is open: static item striding's balance predicts
-// the same for both (experiments/item_balance.py).
+// FP8 calls of an expert-parallel rank's local experts (K 1, 2..32 experts: EP8's 32, in the form
+// moe_bench's EP8 shapes call them: each local slot a row of its own; an EP path that passes
+// masked top-K ids instead must restate this) take it up to kGroupedNarrowMaxMeanEp: H100,
+// docs/perf.md session 67, glm5-ep8 / dsv3-ep8 interleaved 194 per expert 1.011 / 1.013, 261 1.023
+// / 1.024 (`--phases 1`: GEMMs 7% faster), 292 (glm5) 1.021; 325 0.995 / 0.994, 388 1.005 / 1.009
+// and in sustained blocks 0.989-1.011, 518 / 776 level to 1% slower; unsharded glm5 / dsv3 at 288
+// lose 4-8% in both forms, TP8 at 256 3%. Why EP8 gains where the unsharded calls lose is open:
+// static item striding's balance predicts the same for both (experiments/item_balance.py).
 constexpr double kGroupedNarrowMaxMean = 192;
 constexpr double kGroupedNarrowMaxMeanF4 = 64;
 constexpr double kGroupedNarrowMaxMeanEp = 300;
