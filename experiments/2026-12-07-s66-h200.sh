@@ -11,6 +11,9 @@
 set -u
 LOG=h200
 source "$(dirname "$0")/device-run.sh"  # $o, $L, run
+# MOE_PREBUILT (session 67): a moe_bench built on the build machine and carried (saves the
+# device build, ~70 s), e.g. MOE_PREBUILT=build-run/s67 with carry [".deps", "build-run/s67/bin"].
+[ -n "${MOE_PREBUILT:-}" ] && [ ! -x "$MOE_PREBUILT/bin/moe_bench" ] && unset MOE_PREBUILT
 OUT=$o/table MOE_SKIP_TESTS=1 MOE_BENCH_PRESET=issue5 MOE_BENCH_FLUSH=read MOE_BENCH_PHASES=1 \
   MOE_TORCH_TIMEOUT=200 timeout 500 bash bench/moe/run.sh >"$o/run.out" 2>&1
 echo "== table rc=$? $(date +%T) (${SECONDS}s)" >>"$L"
