@@ -15,7 +15,7 @@ import sys
 from narrow_tiles import counts_by_expert
 
 
-def tiles(cnt):
+def tile_sizes(cnt):
     out = []
     for n in cnt:
         while n > 0:
@@ -42,7 +42,7 @@ def main():
     for gemm, per_tile in (("gate_up", 16), ("down", 12)):
         for t, local in cases:
             cnt = counts_by_expert(t, local=local)
-            ts = tiles(cnt)
+            ts = tile_sizes(cnt)
             mf, af = loads(ts, per_tile, 66, lambda c: 1.0)
             mn, an = loads(ts, per_tile, 66, lambda c: r if c <= 64 else 1.0)
             shape = "glm5-ep8" if local else "glm5"
