@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Session 68's calls (carry [".deps", "build-run/s67/bin"]). On an H200: issue 5's table and
+# verdicts (-s66-h200.sh with the carried moe_bench). On an H100 (~60 s): where sharded and NVFP4
+# decode lose their bandwidth, per kernel (`--phases 1`, read flush) at T 8 / 64 / 256 for TP8,
+# EP8 and unsharded glm5 in every format (the targets furthest from 90% on the H100 in session
+# 59's table: TP8 FP8 80-82%, TP8 NVFP4 60-71%, EP8 NVFP4 76%, unsharded NVFP4 T 256 75% of the
+# H100's 3.35 TB/s).
+# Logs: as -s66-h200.sh, or $OUT/s68.log.
+set -u
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  MOE_PREBUILT=build-run/s67 exec bash "$(dirname "$0")/2026-12-07-s66-h200.sh"
+fi
+LOG=s68
+source "$(dirname "$0")/device-run.sh"  # $o, $L, run, gpu_build
+P=build-run/s67/bin/moe_bench
+if [ -x "$P" ] && "$P" --help >/dev/null 2>&1; then
+  echo "== prebuilt $P" >>"$L"
+else
+  gpu_build moe_bench || exit 1
+  P=build-gpu/bin/moe_bench
+fi
+TMO=200 TAIL=400 run phases-decode $P --phases 1 --flush read --fmt fp8,nvfp4,bf16 \
+  --shape glm5-tp8,glm5-ep8,glm5 --tokens 8,64,256 --iters 40
+echo "== done $(date +%T) (${SECONDS}s)" >>"$L"
