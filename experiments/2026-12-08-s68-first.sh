@@ -5,7 +5,8 @@
 # EP8 and unsharded glm5 in every format (the targets furthest from 90% on the H100 in session
 # 59's table: TP8 FP8 80-82%, TP8 NVFP4 60-71%, EP8 NVFP4 76%, unsharded NVFP4 T 256 75% of the
 # H100's 3.35 TB/s).
-# Logs: as -s66-h200.sh, or $OUT/s68.log.
+# Then (H100) issue 5's table as -s66-h200.sh makes it, in the call's remaining time.
+# Logs: as -s66-h200.sh, or $OUT/s68.log (+ -s66-h200.sh's).
 set -u
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   MOE_PREBUILT=build-run/s67 exec bash "$(dirname "$0")/2026-12-07-s66-h200.sh"
@@ -22,3 +23,8 @@ fi
 TMO=200 TAIL=400 run phases-decode $P --phases 1 --flush read --fmt fp8,nvfp4,bf16 \
   --shape glm5-tp8,glm5-ep8,glm5 --tokens 8,64,256 --iters 40
 echo "== done $(date +%T) (${SECONDS}s)" >>"$L"
+# Then issue 5's table on this GPU (last on an H100 in session 59, before BF16 took the
+# warp-specialized pairs and FP8's narrow rules moved), verdicts marked indicative by
+# targets.py; no torch whole layer (the call's 600 s).
+export MOE_PREBUILT=${P%/bin/moe_bench}
+MOE_TABLE_TMO=$((560 - SECONDS)) MOE_NO_FULL=1 bash "$(dirname "$0")/2026-12-07-s66-h200.sh"
