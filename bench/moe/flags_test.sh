@@ -46,6 +46,8 @@ bad "--defer x: expected 0 or 1" --defer x
 bad "--flush x: expected memset or read" --flush x
 bad "--phases 2: expected 0 or 1" --phases 2
 bad "--x-scatter 2: expected 0 or 1" --x-scatter 2
+bad "--narrow-box 2: expected 0 or 1" --narrow-box 2
+bad "--narrow-box x: expected 0 or 1" --ab "--narrow-box x"
 bad "--hybrid-gb -1: expected" --hybrid-gb -1
 bad "--hybrid-min x: expected" --hybrid-min x
 bad "--ab: --bogus is not a launch flag" --ab "--bogus 1"

@@ -47,6 +47,7 @@ struct LaunchOverrides {
   int bf16_ws = -1;          // --bf16-ws 0|1|2 (GroupedLaunch::bf16_ws)
   int bf16_defer = -1;       // --bf16-defer 0|1 (GroupedLaunch::bf16_defer)
   int x_scatter = -1;        // --x-scatter 0|1 (GroupedLaunch::x_pos_scatter)
+  int narrow_box = -1;       // --narrow-box 0|1 (GroupedLaunch::narrow_act_box)
 
   // The launch with these overrides (--hybrid-min only where moe_launch gave the launch a
   // hybrid: sm_90).
@@ -87,6 +88,7 @@ struct LaunchOverrides {
     if (bf16_ws >= 0) l.bf16_ws = bf16_ws;
     if (bf16_defer >= 0) l.bf16_defer = bf16_defer == 1;
     if (x_scatter >= 0) l.x_pos_scatter = x_scatter == 1;
+    if (narrow_box >= 0) l.narrow_act_box = narrow_box == 1;
     return l;
   }
 };
@@ -189,6 +191,7 @@ inline int parse_launch_flag(const std::string& a, const std::string& v, LaunchO
                 : a == "--bf16-tma"    ? &o->bf16_tma
                 : a == "--bf16-defer"  ? &o->bf16_defer
                 : a == "--x-scatter"   ? &o->x_scatter
+                : a == "--narrow-box"  ? &o->narrow_box
                                        : nullptr;
   if (flag01 == nullptr) return 0;
   if (v != "0" && v != "1") {

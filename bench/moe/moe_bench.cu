@@ -29,7 +29,8 @@
 //                  [--x-pos 0|1] [--early-gu 0|1] [--group-warp 0|1] [--f4p2 N]
 //                  [--f4p2-big 0|1|2] [--f4p2-split N] [--f4p2-split-share X] [--defer 0|1]
 //                  [--early-down N] [--group-yield 0|1] [--bf16-tma 0|1] [--bf16-ws 0|1|2]
-//                  [--bf16-defer 0|1] [--x-scatter 0|1] [--sustain-ms N] [--ab "LAUNCH FLAGS"]
+//                  [--bf16-defer 0|1] [--x-scatter 0|1] [--narrow-box 0|1] [--sustain-ms N]
+//                  [--ab "LAUNCH FLAGS"]
 //                  [--ab-blocks N]
 //                  [--flush memset|read] [--phases 0|1]
 // (tp8 and ep8 are short for glm5-tp8 and glm5-ep8.) --sweep 1 measures every candidate (tile
@@ -98,12 +99,14 @@
 // 0|1|2 GroupedLaunch::bf16_ws (with it, BF16 on the warp-specialized kernel / its pairs);
 // --bf16-defer 0|1 GroupedLaunch::bf16_defer (its consumers release a stage a k-block later).
 // --x-scatter 0|1 GroupedLaunch::x_pos_scatter (x_pos's copy by token instead of by position).
+// --narrow-box 0|1 GroupedLaunch::narrow_act_box (the NARROW instance's activation boxes of 64
+// rows: one for a narrow tile, two for the others).
 // --ab "FLAGS": an interleaved A/B of each case (one configuration, no --sweep): A is the launch
 // of the command line, B the same plus FLAGS (launch flags only: --f8act, --r2, --two-step,
 // --tma, --ws, --pairs, --narrow, --pdl, --hybrid-min, --hybrid-pdl, --pdl-light, --split-k,
 // --hquant, --nvf8, --act-t, --act-tma, --x-pos, --early-gu, --group-warp, --hybrid-gb,
 // --hybrid-share, --f4p2, --f4p2-big, --f4p2-split, --f4p2-split-share, --defer, --early-down,
-// --group-yield, --bf16-tma, --bf16-ws, --bf16-defer, --x-scatter;
+// --group-yield, --bf16-tma, --bf16-ws, --bf16-defer, --x-scatter, --narrow-box;
 // e.g. --ab "--hybrid-min 0"; and --wg 0|1|2, B on the heuristic's / the warpgroup-MMA / the
 // streaming configuration instead of A's, e.g. --ab "--wg 1" for where the heuristic should take
 // the warpgroup-MMA launch, --ab "--wg 2" for where it takes a tile GEMM). Both graphs are captured

@@ -1326,6 +1326,46 @@ TEST_F(MoeGroupedTest, GateUpActivationsByPositionAreBitIdentical) {
   EXPECT_EQ(moved.copies, 0) << "shared expert alone: copied x";
 }
 
+// GroupedLaunch::narrow_act_box: the NARROW instance's activation boxes of 64 rows (one for a
+// narrow tile, two for a whole one; rows past the end read as zeros) give the bits of its boxes of
+// 128 rows, for gate_up's x by position and down's h: the warp-specialized kernel, the pairs
+// (lone units and a pair's second CTA of <= 64 tokens), the hybrid's big tiles (down only: its
+// gate_up keeps the gather), and the instances that are not narrow (which leave the 128-row map).
+TEST_F(MoeGroupedTest, NarrowActivationBoxesAreBitIdentical) {
+  if (ops_->device().cc_major != 9 || ops_->device().cc_minor != 0)
+    GTEST_SKIP() << "wgmma needs sm_90";
+  std::vector<WgmmaCase> cases = act_tma_cases();
+  const GroupedLaunch tc{.nb = 16, .tc = true, .wgmma = true, .fp8_act = true};
+  // 312 tokens per expert: 256-token pair chunks (a second CTA of 129..192-token chunks has <= 64)
+  // and lone chunks of <= 64, all narrow; 47 per expert on the single-CTA kernel, whole tiles
+  // among them.
+  cases.push_back({"pairs narrow, odd chunks", 2500, 1024, 256, 16, 2, Routing::kRandom, tc, true,
+                   false, true, 1});
+  cases.push_back({"ws narrow, many experts", 1000, 256, 128, 64, 3, Routing::kRandom, tc, true,
+                   true, false, 1});
+  int narrow_cases = 0;
+  for (bool packed : {false, true}) {
+    prepare_ = packed;
+    for (const WgmmaCase& c : cases) {
+      const GroupedLaunch boxes = gather_and_boxes(c.launch()).second;
+      GroupedLaunch box64 = boxes;
+      box64.narrow_act_box = true;
+      const Tensor a = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, boxes);
+      const int64_t before = grouped_x_pos_counts().box64;
+      const Tensor b = check(Fmt::kFp8, c.T, c.D, c.I, c.E, c.K, c.r, box64);
+      const int64_t took = grouped_x_pos_counts().box64 - before;
+      const bool hybrid = c.l.wgmma_min_tokens > 0;
+      // gate_up (not the hybrid's: the gather) and down, where the NARROW instance runs
+      EXPECT_EQ(took, c.narrow == 1 ? (hybrid ? 1 : 2) : 0) << c.what;
+      narrow_cases += c.narrow == 1;
+      EXPECT_EQ(differing_floats(a, b), 0)
+          << c.what << ": T " << c.T << " D " << c.D << " I " << c.I << " packed " << packed;
+    }
+  }
+  prepare_ = false;
+  EXPECT_GE(narrow_cases, 8) << "the cases no longer run the NARROW instance";
+}
+
 // NVFP4 computed in FP8 (GroupedLaunch::nvfp4_f8) for the F4 bit-identity tests: the full
 // warpgroup-MMA launch and the hybrid (big tiles from 40 tokens on the warp-specialized kernel),
 // each also with h quantized by moe_quant_rows instead of gate_up's epilogue (`_rows`), and

@@ -249,6 +249,14 @@ struct GroupedLaunch {
   // (glm5 FP8 T 8192 171 against 254 us), the layer at T 8192 1.0-1.5% (uniform) and 1.5-2% (hot8)
   // faster, EP8 and T <= 1024 level (H100, docs/perf.md session 63).
   bool x_pos_scatter = true;
+  // The NARROW instance's activation boxes (down_act_tma, x_pos) in 64 rows (session 68,
+  // experiment): its tiles of <= 64 tokens load one box of 64 rows instead of 128 rows of which
+  // the consumers read 64, the others two boxes of 64. A narrow item streams 48 KB per stage from
+  // L2 (its own 32 KB of weights on a kLone unit) for half a full item's MMA cycles, and costs ~0.9
+  // of a full item (docs/perf.md sessions 65-67): the 64-row box takes 8 KB of that away.
+  // Bit-identical (NarrowActivationBoxesAreBitIdentical). Off: to be measured (moe_bench
+  // --narrow-box 0|1).
+  bool narrow_act_box = false;
   // The hybrid's gate_up (every format's warpgroup-MMA kernel; not BF16's narrow big tiles on the
   // mma.sync tile GEMM) with split-K where its items (big tiles x 256-row blocks) fill at most
   // half the grid (MoeGemmParams::split_partials; the partial sums live in GroupedScratch::out,
@@ -521,6 +529,9 @@ struct MoeGemmParams {
   // bytes), encoded per call by the host; the warp-specialized FP8 / pair kernels and the F4
   // kernel (NVFP4 computed in FP8).
   bool act_tma = false;
+  // act_tmap's boxes are 64 rows (GroupedLaunch::narrow_act_box; the NARROW instance): a narrow
+  // tile loads one, the others two.
+  bool act_box64 = false;
   alignas(64) unsigned char act_tmap[128] = {};
   // Split-K of the hybrid's gate_up on the warpgroup-MMA kernels (the 256-thread one and the
   // warp-specialized FP8 one; GroupedLaunch::hybrid_split_k): when the call's items fill at most
@@ -745,6 +756,7 @@ void launch_moe_x_pos_scatter(const uint8_t* xq, const int32_t* slot_pos, int64_
 struct GroupedXPosCounts {
   int64_t calls = 0, copies = 0, f4_down = 0;
   int64_t scatters = 0;  // copies by token (GroupedLaunch::x_pos_scatter)
+  int64_t box64 = 0;     // GEMMs given 64-row activation boxes (GroupedLaunch::narrow_act_box)
 };
 GroupedXPosCounts grouped_x_pos_counts();
 // This process's calls on the F4 two-producer kernel (GroupedLaunch::f4p2_max_mean, f4p2_big). For

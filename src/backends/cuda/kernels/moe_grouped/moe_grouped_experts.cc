@@ -240,6 +240,7 @@ bool encode_act_tmap(const void* base, int64_t rows, int64_t cols, int box_rows,
 
 // grouped_x_pos_counts
 std::atomic<int64_t> x_pos_calls{0}, x_pos_copies{0}, f4_down_tma_calls{0}, x_pos_scatters{0};
+std::atomic<int64_t> box64_gemms{0};          // GroupedXPosCounts::box64
 std::atomic<int64_t> early_gate_up_calls{0};  // grouped_early_gate_up_calls
 std::atomic<int64_t> early_down_calls{0};     // grouped_early_down_calls
 std::atomic<int64_t> f4p2_calls{0};           // grouped_f4p2_calls
@@ -249,7 +250,8 @@ std::atomic<int64_t> bf16_tma_gemms{0};       // grouped_bf16_tma_gemms
 }  // namespace
 
 GroupedXPosCounts grouped_x_pos_counts() {
-  return {x_pos_calls.load(), x_pos_copies.load(), f4_down_tma_calls.load(), x_pos_scatters.load()};
+  return {x_pos_calls.load(), x_pos_copies.load(), f4_down_tma_calls.load(), x_pos_scatters.load(),
+          box64_gemms.load()};
 }
 int64_t grouped_early_gate_up_calls() { return early_gate_up_calls.load(); }
 int64_t grouped_early_down_calls() { return early_down_calls.load(); }
@@ -537,7 +539,11 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
     p.pairs = pairs;
     p.bf16_defer = bf16_tmaps && l.bf16_defer;
     if (f8) {
-      const int box_rows = f4p2 ? kGroupedF4p2Tile : kGroupedBigTile;  // the kernel's tile
+      p.narrow = hybrid ? grouped_hybrid_narrow(l, T) : grouped_wgmma_narrow(l, T, KS, ge.E, f4);
+      // GroupedLaunch::narrow_act_box: the FP8 NARROW instance's boxes of 64 rows (two per tile
+      // that is not narrow).
+      p.act_box64 = l.narrow_act_box && p.narrow && !f4;
+      const int box_rows = f4p2 || p.act_box64 ? kGroupedF4p2Tile : kGroupedBigTile;
       p.act = p.gate_up ? q : hq;
       p.act_scale = p.gate_up ? qs : hqs;
       if (p.gate_up && l.wgmma_hquant) p.hq = hq, p.hq_scale = hqs;
@@ -551,7 +557,8 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
         p.act_tma = encode_act(p, box_rows);
         if (p.act_tma) ++x_pos_calls;
       }
-      p.narrow = hybrid ? grouped_hybrid_narrow(l, T) : grouped_wgmma_narrow(l, T, KS, ge.E, f4);
+      if (p.act_box64 && p.act_tma) ++box64_gemms;
+      p.act_box64 = p.act_box64 && p.act_tma;
       p.f4p2 = f4p2;
     }
     const GroupedLaunch& lw = l.wgmma ? l : lb;
@@ -570,6 +577,7 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
       p.num_tiles = split_num;
       p.f4p2 = false;
       p.narrow = false;
+      p.act_box64 = false;
       if (p.act_tma)  // its activation boxes of 128 rows (P2's are 64; refused: the gather)
         p.act_tma = encode_act(p, kGroupedBigTile);
       launch(defer);

@@ -277,6 +277,8 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
   // their SASS of before F4 took the boxes (a plain `p.act_tma` changes the narrow instances'
   // predicate code and their spills by a few bytes).
   const bool act_tma = !!p.act_tma;
+  // MoeGemmParams::act_box64 (GroupedLaunch::narrow_act_box): the FP8 kernels' boxes of 64 rows.
+  const bool box64 = !F4 && !BF && !SPLIT && !!p.act_box64;  // (split-K: the hybrid, no boxes)
   // Counts and indices in 32 bits (items, k-blocks < 2^31): fewer registers live into the roles.
   const int n_blocks = static_cast<int>(GU ? p.N / (BN / 2) : p.N / BN);
   // PAIRS: cluster items over the units, clusters of 2 consecutive CTAs.
@@ -421,7 +423,13 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
         // below), the block scales by cp.async (the arrivals after the copies).
         const uint32_t hd = hdr + stage * kWsHdrBytes;
         if (tid == 0) {
-          if (act_tma) {  // the 128 activation rows from position pos0, by TMA
+          if (act_tma && box64) {  // 64-row boxes (MoeGemmParams::act_box64): a narrow tile one
+            grouped::mbar_expect_tx(full + 8 * stage, narrow ? kAStage / 2 : kAStage);
+            grouped::tma_load_2d(base, p.act_tmap, ks * 128, w.pos0, full + 8 * stage);
+            if (!narrow)
+              grouped::tma_load_2d(base + kAStage / 2, p.act_tmap, ks * 128, w.pos0 + 64,
+                                   full + 8 * stage);
+          } else if (act_tma) {  // the 128 activation rows from position pos0, by TMA
             grouped::mbar_expect_tx(full + 8 * stage, kAStage);
             grouped::tma_load_2d(base, p.act_tmap, ks * 128, w.pos0, full + 8 * stage);
           }
