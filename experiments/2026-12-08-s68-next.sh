@@ -7,6 +7,7 @@
 # On an H100: experiments/2026-12-08-narrow-box.sh (its test, then --narrow-box 0 / 1, ~200 s),
 # then, in the call's time left, s68-first.sh's `--phases 1` of sharded and NVFP4 decode.
 # Logs: $OUT/box.log, $OUT/tests.log, $OUT/s68.log (or -s66-h200.sh's).
+# Read the phases with experiments/phase_floor.py $OUT/s68.log (per-GEMM % of the H100 peak).
 set -u
 d=$(dirname "$0")
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
