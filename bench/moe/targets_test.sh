@@ -88,6 +88,17 @@ out2=$(python3 "$here/targets.py" --ours "$tmp/ours.jsonl" --gpu "NVIDIA H200" 2
 grep -q "indicative" <<<"$out2" && fail "an H200's run is marked indicative"
 grep -qF "| prefill T 4096 / 8192: layer vs torch FP8 | 0 | - (no torch rows)" <<<"$out2" &&
   grep -q "NO DATA |$" <<<"$out2" || fail "without --torch the torch target is not NO DATA"
+# --peak: the bandwidth targets against another GPU's peak (an H100's 3.35 TB/s): FP8 T 64's
+# 91.9% of 4.8 TB/s is 131.7% of 3.35; time bounds unchanged; the checklist says so.
+out3=$(python3 "$here/targets.py" --ours "$tmp/ours.jsonl" --gpu "NVIDIA H100 80GB HBM3" \
+  --peak 3350 2>&1) || fail "targets.py --peak exited $?: $out3"
+line=$(grep -F "| unsharded T 8..256, fp8" <<<"$out3")
+[[ "$line" == *"| MET |" && "$line" == *"131.7% (glm5 uniform fp8 T 64)"* ]] ||
+  fail "--peak 3350: FP8 T 8..256 expected MET at 131.7%, got: $line"
+grep -q "against 3.35 TB/s (--peak)" <<<"$out3" || fail "--peak 3350 is not said in the checklist"
+grep -qF "| glm5 NVFP4 T 256 (1.25 ms; 3.5x Triton BF16, 2x Triton FP8) | 1 | 1200 us | <= 1248 us | MET |" \
+  <<<"$out3" || fail "--peak changed a time bound"
+grep -q "of 3.35 TB/s | / uniform" <<<"$out3" || fail "--peak: the skewed table's header"
 
 # Bad inputs: exit status 2 and a message that says what is wrong.
 refuse() {  # refuse WHAT EXPECTED-TEXT ARGS...
@@ -99,6 +110,8 @@ refuse() {  # refuse WHAT EXPECTED-TEXT ARGS...
   [[ "$msg" == *"$text"* ]] || fail "$what: message '$msg' lacks '$text'"
 }
 refuse "missing file" "cannot read" --ours "$tmp/none.jsonl"
+refuse "a peak in TB/s" "--peak 3.35: expected a memory bandwidth in GB/s" --ours "$tmp/ours.jsonl" \
+  --peak 3.35
 printf '{"shape": "glm5"\n' >"$tmp/bad.jsonl"
 refuse "truncated JSON" "bad.jsonl:1: not JSON" --ours "$tmp/bad.jsonl"
 printf '[1, 2]\n' >"$tmp/list.jsonl"
