@@ -28,3 +28,11 @@ echo "== done $(date +%T) (${SECONDS}s)" >>"$L"
 # targets.py; no torch whole layer (the call's 600 s).
 export MOE_PREBUILT=${P%/bin/moe_bench}
 MOE_TABLE_TMO=$((560 - SECONDS)) MOE_NO_FULL=1 bash "$(dirname "$0")/2026-12-07-s66-h200.sh"
+# The same rows judged against the H100's own 3.35 TB/s (bench/moe/targets.py --peak).
+if [ -s "$o/table/ours.jsonl" ]; then
+  tj=()
+  [ -s "$o/table/torch.jsonl" ] && tj=(--torch "$o/table/torch.jsonl")
+  python3 bench/moe/targets.py --ours "$o/table/ours.jsonl" "${tj[@]}" --peak 3350 \
+    --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)" \
+    --md "$o/table/targets-3350.md" >/dev/null 2>>"$L"
+fi
