@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 68's calls (carry [".deps", "build-run/s67/bin"]). On an H200: issue 5's table and
+# Session 68's calls (carry [".deps", "build-run/s68/bin"] or [".deps", "build-run/s67/bin"]). On an H200: issue 5's table and
 # verdicts (-s66-h200.sh with the carried moe_bench). On an H100 (~60 s): where sharded and NVFP4
 # decode lose their bandwidth, per kernel (`--phases 1`, read flush) at T 8 / 64 / 256 for TP8,
 # EP8 and unsharded glm5 in every format (the targets furthest from 90% on the H100 in session
@@ -9,11 +9,14 @@
 # Logs: as -s66-h200.sh, or $OUT/s68.log (+ -s66-h200.sh's).
 set -u
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  MOE_PREBUILT=build-run/s67 exec bash "$(dirname "$0")/2026-12-07-s66-h200.sh"
+  pb=build-run/s68
+  [ -x $pb/bin/moe_bench ] || pb=build-run/s67
+  MOE_PREBUILT=$pb exec bash "$(dirname "$0")/2026-12-07-s66-h200.sh"
 fi
 LOG=s68
 source "$(dirname "$0")/device-run.sh"  # $o, $L, run, gpu_build
-P=build-run/s67/bin/moe_bench
+P=build-run/s68/bin/moe_bench  # (carried; else build-run/s67's, else a device build)
+[ -x "$P" ] || P=build-run/s67/bin/moe_bench
 if [ -x "$P" ] && "$P" --help >/dev/null 2>&1; then
   echo "== prebuilt $P" >>"$L"
 else
