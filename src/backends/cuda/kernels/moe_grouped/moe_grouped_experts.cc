@@ -557,8 +557,8 @@ void run_grouped_experts(const GroupedExperts& ge, float* y, int64_t y_stride, c
         p.act_tma = encode_act(p, box_rows);
         if (p.act_tma) ++x_pos_calls;
       }
-      if (p.act_box64 && p.act_tma) ++box64_gemms;
       p.act_box64 = p.act_box64 && p.act_tma;
+      if (p.act_box64) ++box64_gemms;
       p.f4p2 = f4p2;
     }
     const GroupedLaunch& lw = l.wgmma ? l : lb;

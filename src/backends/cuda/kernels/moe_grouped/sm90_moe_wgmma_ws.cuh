@@ -423,15 +423,13 @@ __device__ __forceinline__ void wgmma_f8ws_body(const MoeGemmParams& p) {
         // below), the block scales by cp.async (the arrivals after the copies).
         const uint32_t hd = hdr + stage * kWsHdrBytes;
         if (tid == 0) {
-          if (act_tma && box64) {  // 64-row boxes (MoeGemmParams::act_box64): a narrow tile one
-            grouped::mbar_expect_tx(full + 8 * stage, narrow ? kAStage / 2 : kAStage);
+          if (act_tma) {  // the activation rows from position pos0, by TMA: one box of 128, or
+            // (box64) of 64, and a second for rows 64.. unless the tile is narrow
+            grouped::mbar_expect_tx(full + 8 * stage, box64 && narrow ? kAStage / 2 : kAStage);
             grouped::tma_load_2d(base, p.act_tmap, ks * 128, w.pos0, full + 8 * stage);
-            if (!narrow)
+            if (box64 && !narrow)
               grouped::tma_load_2d(base + kAStage / 2, p.act_tmap, ks * 128, w.pos0 + 64,
                                    full + 8 * stage);
-          } else if (act_tma) {  // the 128 activation rows from position pos0, by TMA
-            grouped::mbar_expect_tx(full + 8 * stage, kAStage);
-            grouped::tma_load_2d(base, p.act_tmap, ks * 128, w.pos0, full + 8 * stage);
           }
           sts_v4(hd, w.e, w.pos0, w.cnt, w.nblk);
           if constexpr (!BF) {
