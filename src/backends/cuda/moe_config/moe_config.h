@@ -13,6 +13,7 @@
 
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.h"
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_rules.h"
 #include "core/status.h"
 
 namespace moe::cuda {

@@ -7,6 +7,7 @@
 #include "backends/cuda/kernels/moe_grouped/moe_group_kernels.cuh"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped.cuh"
 #include "backends/cuda/kernels/moe_grouped/moe_grouped_launch.h"
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_rules.h"
 
 namespace moe::cuda {
 

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "backends/cuda/kernels/moe_grouped/dequant_bits.h"
+#include "backends/cuda/kernels/moe_grouped/moe_grouped_rules.h"
 #include "backends/cuda/kernels/moe_grouped/stream_k.h"
 #include "core/check.h"
 
