@@ -10,11 +10,14 @@ moe_*gemm* / moe_wgmma* / moe_*pipe* in order (gate_up first, then down; a hybri
 launches add up per GEMM only where they are named apart, so its rows are marked "several").
 Usage: experiments/phase_floor.py LOG [--peak GBPS]"""
 import argparse
+import os
 import re
 import sys
 
-SHAPES = {"glm5": (6144, 2048), "dsv3": (7168, 2048), "glm5-tp8": (6144, 256),
-          "dsv3-tp8": (7168, 256), "glm5-ep8": (6144, 2048), "dsv3-ep8": (7168, 2048)}
+# moe_bench's layer shapes, (D, I, E, K) by name: bench/moe/moe_vs_torch.py's (torch imported
+# only when it runs)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "moe"))
+from moe_vs_torch import SHAPES  # noqa: E402
 
 
 def weight_bytes(fmt, n, k):
@@ -69,7 +72,7 @@ def main():
           "| other kernels us |")
     print("|---|---|---|---|---|---|---|")
     for (shape, fmt, t, kernels), uniq in rows:
-        d, i = SHAPES[shape]
+        d, i = SHAPES[shape][:2]
         gemms = [(n, us) for n, us in kernels if GEMM.search(n)]
         other = sum(us for n, us in kernels if not GEMM.search(n))
         cells = []
